@@ -1,0 +1,398 @@
+/*
+ * ladle.h — the public C API of ladle, a GPU data-loading library.
+ *
+ * This header is the manual. Everything ladle exports is declared here; every
+ * other symbol in libladle is hidden.
+ *
+ * Conventions (they hold for every function below unless its comment says
+ * otherwise):
+ *  - Fallible functions return a ladle_status; LADLE_OK (0) is success.
+ *    Results come back through out-parameters, which are left untouched on
+ *    failure.
+ *  - On failure, ladle_last_error() on the same thread returns a message that
+ *    names the function and, where there is one, the sample (file path,
+ *    record index) involved.
+ *  - Handles are opaque. ladle_<noun>_create has a ladle_<noun>_destroy that
+ *    accepts NULL. Shared objects (batches) are reference counted.
+ *  - Strings passed in are copied; the caller keeps ownership of its memory.
+ *  - The library never prints, never aborts, never exits.
+ *
+ * Thread safety: distinct handles may be used from distinct threads at once.
+ * One pipeline handle must not be used from two threads at once. Batches may
+ * be read, retained and released from any thread.
+ */
+#ifndef LADLE_LADLE_H
+#define LADLE_LADLE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32)
+#define LADLE_API __declspec(dllexport)
+#else
+#define LADLE_API __attribute__((visibility("default")))
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Versions and build facts                                                  */
+/* ------------------------------------------------------------------------ */
+
+#define LADLE_VERSION_MAJOR 0
+#define LADLE_VERSION_MINOR 1
+#define LADLE_VERSION_PATCH 0
+#define LADLE_VERSION_NUMBER \
+  (LADLE_VERSION_MAJOR * 10000 + LADLE_VERSION_MINOR * 100 + LADLE_VERSION_PATCH)
+
+/** The version of the library actually loaded, as MAJOR*10000+MINOR*100+PATCH. */
+LADLE_API unsigned ladle_version_number(void);
+/** The same as a static string, "MAJOR.MINOR.PATCH". */
+LADLE_API const char *ladle_version_string(void);
+
+/**
+ * What this build of ladle has, as a static JSON object: the version, whether
+ * libjpeg-turbo and libpng were compiled in, whether CUDA kernels were
+ * compiled (and for which architectures), and, found at run time, whether a
+ * CUDA device and nvJPEG can be used. The string stays valid for the life of
+ * the process. Thread-safe.
+ */
+LADLE_API const char *ladle_build_info(void);
+
+/* ------------------------------------------------------------------------ */
+/* Status codes and errors                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* One table defines every code, its name and its description. */
+#define LADLE_STATUS_LIST(X)                                                   \
+  X(LADLE_OK, 0, "success")                                                    \
+  X(LADLE_ERROR_INVALID_ARGUMENT, 1, "invalid argument")                       \
+  X(LADLE_ERROR_OUT_OF_MEMORY, 2, "out of memory")                             \
+  X(LADLE_ERROR_IO, 3, "input/output error")                                   \
+  X(LADLE_ERROR_CORRUPT_DATA, 4, "corrupt or truncated data")                  \
+  X(LADLE_ERROR_UNSUPPORTED, 5, "unsupported format or feature")               \
+  X(LADLE_ERROR_LIMIT, 6, "a configured limit was exceeded")                   \
+  X(LADLE_ERROR_STATE, 7, "the call is not valid in this state")               \
+  X(LADLE_ERROR_CUDA, 8, "CUDA error")                                         \
+  X(LADLE_ERROR_NOT_AVAILABLE, 9, "an optional component is not available")    \
+  X(LADLE_ERROR_INTERNAL, 10, "internal error")
+
+typedef enum ladle_status {
+#define LADLE_X_ENUM(name, value, text) name = value,
+  LADLE_STATUS_LIST(LADLE_X_ENUM)
+#undef LADLE_X_ENUM
+} ladle_status;
+
+/** The code's name ("LADLE_ERROR_IO"), or "LADLE_UNKNOWN_STATUS". Static. */
+LADLE_API const char *ladle_status_name(ladle_status status);
+/** A one-line description of the code. Static. */
+LADLE_API const char *ladle_status_description(ladle_status status);
+
+/**
+ * The message of the last failure on the calling thread: the function that
+ * failed, what went wrong, and the sample (file path, record index) where
+ * there is one. "" when no call has failed. Valid until the next ladle call
+ * on the same thread.
+ */
+LADLE_API const char *ladle_last_error(void);
+
+/* ------------------------------------------------------------------------ */
+/* Element types, devices                                                    */
+/* ------------------------------------------------------------------------ */
+
+typedef enum ladle_dtype {
+  LADLE_UINT8 = 0,
+  LADLE_INT32 = 1,
+  LADLE_FLOAT32 = 2,
+  LADLE_FLOAT16 = 3,
+  LADLE_INT64 = 4,
+  LADLE_DTYPE_COUNT
+} ladle_dtype;
+
+/** Bytes per element of the type, 0 for an invalid value. */
+LADLE_API size_t ladle_dtype_size(ladle_dtype dtype);
+/** "uint8", "int32", "float32", "float16", "int64". Static. */
+LADLE_API const char *ladle_dtype_name(ladle_dtype dtype);
+
+/* Values match DLPack's DLDeviceType. */
+typedef enum ladle_device {
+  LADLE_DEVICE_CPU = 1,
+  LADLE_DEVICE_CUDA = 2,
+  LADLE_DEVICE_CUDA_HOST = 3 /* pinned host memory */
+} ladle_device;
+
+/* ------------------------------------------------------------------------ */
+/* Batches                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A batch: N samples of one dtype, one layout and one device. Shapes may differ
+ * per sample (a "ragged" batch); all samples have the same number of
+ * dimensions. When every sample has the same shape, the samples lie back to
+ * back in one buffer and the batch can be viewed as one [N, ...] tensor
+ * (ladle_batch_is_dense).
+ *
+ * Batches are reference counted. A batch returned by a ladle function carries
+ * one reference that the caller owns and must release. The memory of a batch
+ * is never reused while a reference to it is held.
+ */
+typedef struct ladle_batch ladle_batch;
+
+#define LADLE_MAX_NDIM 6
+
+/** Adds a reference. Thread-safe. */
+LADLE_API void ladle_batch_retain(ladle_batch *batch);
+/** Drops a reference; the last one returns the memory to its pool. NULL is allowed. Thread-safe. */
+LADLE_API void ladle_batch_release(ladle_batch *batch);
+
+LADLE_API int ladle_batch_num_samples(const ladle_batch *batch);
+LADLE_API ladle_dtype ladle_batch_dtype(const ladle_batch *batch);
+/** Dimensions per sample (the same for all samples). */
+LADLE_API int ladle_batch_ndim(const ladle_batch *batch);
+/** The layout letters, e.g. "HWC", "CHW", "" when none. Valid while the batch is. */
+LADLE_API const char *ladle_batch_layout(const ladle_batch *batch);
+LADLE_API ladle_device ladle_batch_device(const ladle_batch *batch);
+/** The CUDA device ordinal of a CUDA batch, 0 otherwise. */
+LADLE_API int ladle_batch_device_id(const ladle_batch *batch);
+/** The shape of sample i (ndim values). Valid while the batch is. */
+LADLE_API const int64_t *ladle_batch_shape(const ladle_batch *batch, int i);
+/** The first byte of sample i (device memory for a CUDA batch). Valid while the batch is. */
+LADLE_API void *ladle_batch_data(const ladle_batch *batch, int i);
+/** 1 when all samples have one shape and lie back to back from ladle_batch_data(b, 0). */
+LADLE_API int ladle_batch_is_dense(const ladle_batch *batch);
+
+/**
+ * Makes work submitted to `stream` (a cudaStream_t; NULL is the legacy default
+ * stream) wait until the batch's data is ready, without blocking the host.
+ * A CPU batch is always ready: the call does nothing. Fails with
+ * LADLE_ERROR_CUDA if the wait cannot be recorded.
+ */
+LADLE_API ladle_status ladle_batch_wait(const ladle_batch *batch, void *stream);
+
+/**
+ * Creates a CPU batch of `num_samples` samples with the given shapes
+ * (num_samples * ndim values) and copies `data` (the samples back to back)
+ * into it. `layout` may be NULL. The new batch has one reference, owned by
+ * the caller. Used to feed external data (dynamic mode, tests).
+ */
+LADLE_API ladle_status ladle_batch_create_cpu(ladle_dtype dtype, int num_samples, int ndim,
+                                              const int64_t *shapes, const char *layout,
+                                              const void *data, ladle_batch **out);
+
+/* ------------------------------------------------------------------------ */
+/* Operator schemas                                                           */
+/* ------------------------------------------------------------------------ */
+
+/* The types an operator argument can have. */
+typedef enum ladle_arg_type {
+  LADLE_ARG_INT = 0,    /* int64 */
+  LADLE_ARG_FLOAT = 1,  /* double */
+  LADLE_ARG_BOOL = 2,   /* int64 0 or 1 */
+  LADLE_ARG_STRING = 3,
+  LADLE_ARG_INTS = 4,   /* list of int64 */
+  LADLE_ARG_FLOATS = 5, /* list of double */
+  LADLE_ARG_STRINGS = 6,
+  LADLE_ARG_DTYPE = 7   /* a ladle_dtype, carried as int64 */
+} ladle_arg_type;
+
+/** "int", "float", "bool", "str", "list of int", ... Static. */
+LADLE_API const char *ladle_arg_type_name(ladle_arg_type type);
+
+/* A typed value. Lists point to `count` elements. Strings are NUL-terminated. */
+typedef struct ladle_value {
+  ladle_arg_type type;
+  int count; /* elements of a list; 1 for a scalar */
+  union {
+    int64_t i;
+    double f;
+    const char *s;
+    const int64_t *ints;
+    const double *floats;
+    const char *const *strings;
+  } u;
+} ladle_value;
+
+/* The devices an operator can run on, as bits. */
+#define LADLE_ON_CPU 1u   /* inputs and outputs in host memory */
+#define LADLE_ON_GPU 2u   /* inputs and outputs in device memory */
+#define LADLE_ON_MIXED 4u /* inputs in host memory, outputs in device memory */
+
+/* One argument of an operator's schema. */
+typedef struct ladle_arg_schema {
+  const char *name;
+  ladle_arg_type type;
+  int has_default;       /* 0: the argument is required or optional-without-default */
+  int required;          /* 1: must be given */
+  ladle_value default_value;
+  int per_sample;        /* 1: may be a node giving one value per sample */
+  double min, max;       /* inclusive range for numbers and list elements; min > max: none */
+  const char *doc;
+} ladle_arg_schema;
+
+/* An operator's schema: everything Python needs to expose it. Static data. */
+typedef struct ladle_op_schema {
+  const char *name;      /* "decoders.image", "readers.file", "random.coin_flip" */
+  const char *doc;
+  int min_inputs, max_inputs;
+  int num_outputs;
+  unsigned devices;      /* LADLE_ON_* bits */
+  int num_args;
+  const ladle_arg_schema *args;
+} ladle_op_schema;
+
+/** Number of registered operators. */
+LADLE_API int ladle_op_count(void);
+/** Schema i (0 <= i < ladle_op_count()), or NULL. Static. */
+LADLE_API const ladle_op_schema *ladle_op_get(int i);
+/** The schema named `name`, or NULL. Static. */
+LADLE_API const ladle_op_schema *ladle_op_find(const char *name);
+
+/* ------------------------------------------------------------------------ */
+/* Thread pools                                                               */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A pool of worker threads. A pipeline creates its own pool of num_threads
+ * workers unless given one; several pipelines may share one pool, which must
+ * then outlive them all.
+ */
+typedef struct ladle_thread_pool ladle_thread_pool;
+
+/**
+ * Starts `num_threads` (>= 1) workers. When `cpus` is not NULL, worker k is
+ * pinned to core cpus[k % num_cpus] (Linux; elsewhere ignored).
+ */
+LADLE_API ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_cpus,
+                                                ladle_thread_pool **out);
+/** Stops and joins the workers. NULL is allowed. No pipeline may still use the pool. */
+LADLE_API void ladle_thread_pool_destroy(ladle_thread_pool *pool);
+LADLE_API int ladle_thread_pool_num_threads(const ladle_thread_pool *pool);
+
+/* ------------------------------------------------------------------------ */
+/* Pipelines                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/**
+ * A pipeline: a graph of operators, built once and run many times. Each run
+ * yields one batch per pipeline output.
+ *
+ * Threads: a pipeline runs its CPU work on its thread pool (num_threads
+ * workers, or a shared pool) and owns exactly one more thread, the executor,
+ * which prepares up to prefetch_queue_depth iterations ahead of the consumer.
+ *
+ * Determinism: every random choice is drawn from a counter-based generator
+ * keyed by (seed, epoch, sample, operator), so the bytes of every batch are
+ * the same for any num_threads and prefetch_queue_depth.
+ */
+typedef struct ladle_pipeline ladle_pipeline;
+
+typedef struct ladle_pipeline_params {
+  int batch_size;            /* samples per iteration, >= 1; no default */
+  int num_threads;           /* CPU workers, >= 1; default 4; ignored when pool is set */
+  int device_id;             /* CUDA device, or -1 for none; default -1 */
+  uint64_t seed;             /* default 0 */
+  int prefetch_queue_depth;  /* iterations prepared ahead, >= 1; default 2 */
+  int64_t max_pixels;        /* decoded pixels allowed per image; default 512 Mpx */
+  size_t host_pool_cap;      /* bytes of idle host buffers kept for reuse; default 1 GiB */
+  ladle_thread_pool *pool;   /* a shared pool, or NULL to own one */
+  const int *cpus;           /* cores to pin the own pool's workers to, or NULL */
+  int num_cpus;
+} ladle_pipeline_params;
+
+/** Fills `params` with the defaults. */
+LADLE_API void ladle_pipeline_params_init(ladle_pipeline_params *params);
+
+/** Creates an empty pipeline. The caller owns it and destroys it. */
+LADLE_API ladle_status ladle_pipeline_create(const ladle_pipeline_params *params,
+                                             ladle_pipeline **out);
+
+/**
+ * Stops the pipeline and frees it. Work in flight is abandoned: the call
+ * waits for the running iteration's tasks to return (each checks for
+ * cancellation between samples) and never for the consumer. Batches the
+ * caller still holds stay valid. NULL is allowed.
+ */
+LADLE_API void ladle_pipeline_destroy(ladle_pipeline *pipeline);
+
+/* An argument given to an operator: a constant, or a node's output (per sample). */
+typedef struct ladle_arg {
+  const char *name;
+  ladle_value value; /* ignored when node >= 0 */
+  int node;          /* a node id giving one value per sample, or -1 */
+} ladle_arg;
+
+/**
+ * Adds an operator instance. `device` is "cpu", "gpu" or "mixed". Inputs are
+ * node ids returned by earlier calls. Arguments are checked against the
+ * schema now: an unknown name, a wrong type or a value out of range fails
+ * with LADLE_ERROR_INVALID_ARGUMENT naming the operator and the argument.
+ * `instance_name` may be NULL; readers are found by it (reader_meta).
+ * On success the operator's outputs get the node ids first_output,
+ * first_output+1, ... (as many as the schema has outputs).
+ */
+LADLE_API ladle_status ladle_pipeline_add_op(ladle_pipeline *pipeline, const char *op_name,
+                                             const char *device, const int *inputs,
+                                             int num_inputs, const ladle_arg *args, int num_args,
+                                             const char *instance_name, int *first_output);
+
+/** Declares which nodes run() returns, in order. */
+LADLE_API ladle_status ladle_pipeline_set_outputs(ladle_pipeline *pipeline, const int *nodes,
+                                                  int num_nodes);
+
+/**
+ * Checks the graph, places operators, allocates what does not depend on the
+ * data, and starts the executor. Idempotent. After it, no op may be added.
+ */
+LADLE_API ladle_status ladle_pipeline_build(ladle_pipeline *pipeline);
+
+/** The number of outputs declared. */
+LADLE_API int ladle_pipeline_num_outputs(const ladle_pipeline *pipeline);
+
+/**
+ * Returns the next iteration's outputs: one new batch reference per output,
+ * written to outputs[0 .. num_outputs-1], owned by the caller. Builds the
+ * pipeline first if needed. Blocks until the iteration is ready. If the
+ * iteration failed, returns its status and ladle_last_error() names the
+ * sample; the pipeline then moves on to the next iteration.
+ */
+LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch **outputs);
+
+/* What a reader knows about its epoch (DALI's reader metadata). */
+typedef struct ladle_reader_meta {
+  int64_t epoch_size;        /* samples in the whole data set */
+  int64_t epoch_size_padded; /* epoch_size rounded so every shard has the same count of full batches when pad_last_batch, else epoch_size */
+  int number_of_shards;
+  int shard_id;
+  int pad_last_batch;
+  int stick_to_shard;
+} ladle_reader_meta;
+
+/** The metadata of the reader named `reader_name`. */
+LADLE_API ladle_status ladle_pipeline_reader_meta(ladle_pipeline *pipeline, const char *reader_name,
+                                                  ladle_reader_meta *meta);
+
+/* Where a pipeline is in its stream of iterations: enough to resume. */
+typedef struct ladle_pipeline_position {
+  int64_t iteration; /* iterations handed out by run() so far */
+} ladle_pipeline_position;
+
+/** The position after the last iteration run() returned. */
+LADLE_API ladle_status ladle_pipeline_get_position(const ladle_pipeline *pipeline,
+                                                   ladle_pipeline_position *position);
+
+/**
+ * Moves the pipeline so that the next run() returns the iteration at
+ * `position`, discarding iterations prepared ahead. Since all randomness is
+ * keyed by sample and epoch, the batches are identical to an uninterrupted
+ * run's.
+ */
+LADLE_API ladle_status ladle_pipeline_set_position(ladle_pipeline *pipeline,
+                                                   const ladle_pipeline_position *position);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LADLE_LADLE_H */

@@ -1,0 +1,141 @@
+/* Batch creation, the public accessors and reference counting. */
+#include "core/batch.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+void (*ladle__event_destroy_hook)(void *event);
+ladle_status (*ladle__stream_wait_hook)(void *stream, void *event);
+
+size_t ladle_dtype_size(ladle_dtype dtype) {
+  static const size_t sizes[LADLE_DTYPE_COUNT] = {1, 4, 4, 2, 8};
+  return (unsigned)dtype < LADLE_DTYPE_COUNT ? sizes[dtype] : 0;
+}
+
+const char *ladle_dtype_name(ladle_dtype dtype) {
+  static const char *const names[LADLE_DTYPE_COUNT] = {"uint8", "int32", "float32", "float16",
+                                                       "int64"};
+  return (unsigned)dtype < LADLE_DTYPE_COUNT ? names[dtype] : "invalid";
+}
+
+int64_t ladle__batch_sample_elems(const ladle_batch *b, int i) {
+  int64_t n = 1;
+  for (int d = 0; d < b->ndim; d++) n *= b->shapes[(size_t)i * b->ndim + d];
+  return n;
+}
+
+void ladle__batch_set_layout(ladle_batch *b, const char *layout) {
+  memset(b->layout, 0, sizeof b->layout);
+  if (layout) strncpy(b->layout, layout, sizeof b->layout - 1);
+}
+
+ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool, ladle_dtype dtype,
+                                 int num_samples, int ndim, const int64_t *shapes,
+                                 const char *layout, ladle_batch **out) {
+  ladle_status st = LADLE_OK;
+  ladle__block *meta = NULL, *data = NULL;
+  LADLE_CHECK(num_samples >= 0 && ndim >= 0 && ndim <= LADLE_MAX_NDIM, LADLE_ERROR_INVALID_ARGUMENT,
+              "bad batch geometry: %d samples of %d dimensions", num_samples, ndim);
+  LADLE_CHECK(ladle_dtype_size(dtype) > 0, LADLE_ERROR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
+  size_t shape_bytes = sizeof(int64_t) * (size_t)num_samples * (size_t)ndim;
+  size_t offset_bytes = sizeof(size_t) * ((size_t)num_samples + 1);
+  LADLE_TRY(ladle__pool_alloc(meta_pool, sizeof(ladle_batch) + shape_bytes + offset_bytes, &meta));
+  ladle_batch *b = meta->data;
+  memset(b, 0, sizeof *b);
+  b->shapes = (int64_t *)(b + 1);
+  b->offsets = (size_t *)((uint8_t *)b->shapes + shape_bytes);
+  memcpy(b->shapes, shapes, shape_bytes);
+  b->dtype = dtype;
+  b->ndim = ndim;
+  b->num_samples = num_samples;
+  b->dense = 1;
+  size_t elem = ladle_dtype_size(dtype), total = 0;
+  for (int i = 0; i < num_samples; i++) {
+    b->offsets[i] = total;
+    int64_t n = ladle__batch_sample_elems(b, i);
+    LADLE_CHECK(n >= 0, LADLE_ERROR_INVALID_ARGUMENT, "sample %d has a negative extent", i);
+    total += (size_t)n * elem;
+    if (i > 0 && memcmp(b->shapes + (size_t)i * ndim, b->shapes, sizeof(int64_t) * ndim) != 0)
+      b->dense = 0;
+  }
+  b->offsets[num_samples] = total;
+  LADLE_TRY(ladle__pool_alloc(data_pool, total, &data));
+  b->data = data->data;
+  b->device = ladle__pool_device(data_pool);
+  ladle__batch_set_layout(b, layout);
+  atomic_init(&b->refs, 1);
+  b->meta_pool = meta_pool;
+  b->data_pool = data_pool;
+  b->meta_block = meta;
+  b->data_block = data;
+  ladle__pool_retain(meta_pool);
+  ladle__pool_retain(data_pool);
+  *out = b;
+  return LADLE_OK;
+done:
+  ladle__pool_free(meta_pool, meta);
+  return st;
+}
+
+void ladle_batch_retain(ladle_batch *b) { atomic_fetch_add(&b->refs, 1); }
+
+void ladle_batch_release(ladle_batch *b) {
+  if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
+  if (b->ready_event && ladle__event_destroy_hook) ladle__event_destroy_hook(b->ready_event);
+  ladle__pool *meta_pool = b->meta_pool, *data_pool = b->data_pool;
+  ladle__pool_free(data_pool, b->data_block);
+  ladle__pool_free(meta_pool, b->meta_block);
+  ladle__pool_release(data_pool);
+  ladle__pool_release(meta_pool);
+}
+
+int ladle_batch_num_samples(const ladle_batch *b) { return b->num_samples; }
+ladle_dtype ladle_batch_dtype(const ladle_batch *b) { return b->dtype; }
+int ladle_batch_ndim(const ladle_batch *b) { return b->ndim; }
+const char *ladle_batch_layout(const ladle_batch *b) { return b->layout; }
+ladle_device ladle_batch_device(const ladle_batch *b) { return b->device; }
+int ladle_batch_device_id(const ladle_batch *b) { return b->device_id; }
+int ladle_batch_is_dense(const ladle_batch *b) { return b->dense; }
+
+const int64_t *ladle_batch_shape(const ladle_batch *b, int i) {
+  return (i >= 0 && i < b->num_samples) ? b->shapes + (size_t)i * b->ndim : NULL;
+}
+
+void *ladle_batch_data(const ladle_batch *b, int i) {
+  return (i >= 0 && i < b->num_samples) ? b->data + b->offsets[i] : NULL;
+}
+
+ladle_status ladle_batch_wait(const ladle_batch *b, void *stream) {
+  if (b->device != LADLE_DEVICE_CUDA || !b->ready_event) return LADLE_OK;
+  if (!ladle__stream_wait_hook)
+    return LADLE_FAIL(LADLE_ERROR_NOT_AVAILABLE, "a CUDA batch exists but CUDA support is not loaded");
+  return ladle__stream_wait_hook(stream, b->ready_event);
+}
+
+/* Batches fed from outside share one process-wide host pool, created once
+ * and kept for the life of the process. */
+static ladle__pool *external_pool;
+static pthread_once_t external_pool_once = PTHREAD_ONCE_INIT;
+static void make_external_pool(void) {
+  if (ladle__pool_create(&ladle__host_allocator, (size_t)256 << 20, &external_pool) != LADLE_OK)
+    external_pool = NULL;
+}
+
+ladle_status ladle_batch_create_cpu(ladle_dtype dtype, int num_samples, int ndim,
+                                    const int64_t *shapes, const char *layout, const void *data,
+                                    ladle_batch **out) {
+  pthread_once(&external_pool_once, make_external_pool);
+  if (!external_pool) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "cannot create the host pool");
+  if (num_samples > 0 && ndim > 0 && !shapes)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "shapes is NULL");
+  ladle_batch *b = NULL;
+  ladle_status st = ladle__batch_create(external_pool, external_pool, dtype, num_samples, ndim,
+                                        shapes, layout, &b);
+  if (st != LADLE_OK) return st;
+  if (data) memcpy(b->data, data, b->offsets[num_samples]);
+  *out = b;
+  return LADLE_OK;
+}

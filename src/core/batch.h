@@ -1,0 +1,46 @@
+/* Batches: the samples of one operator output for one iteration. The samples
+ * lie back to back in one block (so a batch of one shape is a dense [N, ...]
+ * tensor); the header, shapes and offsets live in a second, host block. */
+#ifndef LADLE_CORE_BATCH_H
+#define LADLE_CORE_BATCH_H
+
+#include <stdatomic.h>
+
+#include "core/pool.h"
+
+struct ladle_batch {
+  atomic_int refs;
+  ladle_dtype dtype;
+  int ndim;
+  int num_samples;
+  int dense;
+  char layout[8];
+  ladle_device device;
+  int device_id;
+  int64_t *shapes;  /* num_samples * ndim */
+  size_t *offsets;  /* num_samples + 1 byte offsets into data; offsets[n] = total bytes */
+  uint8_t *data;
+  void *ready_event; /* cudaEvent_t recorded after the batch's last write, or NULL */
+  ladle__pool *meta_pool, *data_pool;
+  ladle__block *meta_block, *data_block;
+};
+
+/* A batch with the given shapes (num_samples * ndim values), its data taken
+ * from data_pool and its header from meta_pool (a host pool). The caller owns
+ * the one reference. */
+ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool, ladle_dtype dtype,
+                                 int num_samples, int ndim, const int64_t *shapes,
+                                 const char *layout, ladle_batch **out);
+
+/* Elements in sample i. */
+int64_t ladle__batch_sample_elems(const ladle_batch *b, int i);
+
+/* Sets the layout string (at most 7 letters). */
+void ladle__batch_set_layout(ladle_batch *b, const char *layout);
+
+/* Hooks set by the CUDA part when it is compiled in: destroy an event, make a
+ * stream wait on one. */
+extern void (*ladle__event_destroy_hook)(void *event);
+extern ladle_status (*ladle__stream_wait_hook)(void *stream, void *event);
+
+#endif

@@ -1,0 +1,131 @@
+/* Size-class memory pool. Classes step by a quarter of a power of two, so a
+ * block wastes at most 25 %. Free blocks wait in one list per class until
+ * reused; beyond the idle cap they go back to the allocator. */
+#include "core/pool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/error.h"
+
+#define ALIGN 64
+#define NUM_CLASSES 256
+
+struct ladle__pool {
+  ladle__allocator allocator;
+  atomic_int refs;
+  pthread_mutex_t lock;
+  ladle__block *free_lists[NUM_CLASSES];
+  size_t idle_cap;
+  ladle__pool_stats stats;
+};
+
+static void *host_alloc(void *ctx, size_t size) {
+  void *p = NULL;
+  return posix_memalign(&p, ALIGN, size) == 0 ? p : NULL;
+}
+static void host_free(void *ctx, void *ptr) { free(ptr); }
+const ladle__allocator ladle__host_allocator = {host_alloc, host_free, NULL, LADLE_DEVICE_CPU};
+
+/* The class of a size, and the block size of that class: multiples of 64 B up
+ * to 256 B, then four steps per power of two. */
+static uint32_t size_class_of(size_t size, size_t *class_size) {
+  if (size <= 256) {
+    *class_size = size <= 64 ? 64 : (size + 63) & ~(size_t)63;
+    return (uint32_t)(*class_size / 64 - 1);
+  }
+  int octave = 63 - __builtin_clzll((unsigned long long)(size - 1)); /* 2^octave < size */
+  size_t base = (size_t)1 << octave, step = base / 4;
+  size_t k = (size - base + step - 1) / step; /* 1..4 */
+  *class_size = base + k * step;
+  return (uint32_t)(4 + (octave - 8) * 4 + (k - 1));
+}
+
+ladle_status ladle__pool_create(const ladle__allocator *allocator, size_t idle_cap, ladle__pool **out) {
+  ladle__pool *pool = calloc(1, sizeof *pool);
+  if (!pool) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate a memory pool");
+  pool->allocator = *allocator;
+  atomic_init(&pool->refs, 1);
+  pthread_mutex_init(&pool->lock, NULL);
+  pool->idle_cap = idle_cap;
+  *out = pool;
+  return LADLE_OK;
+}
+
+void ladle__pool_retain(ladle__pool *pool) { atomic_fetch_add(&pool->refs, 1); }
+
+void ladle__pool_release(ladle__pool *pool) {
+  if (!pool || atomic_fetch_sub(&pool->refs, 1) != 1) return;
+  for (int c = 0; c < NUM_CLASSES; c++) {
+    for (ladle__block *b = pool->free_lists[c], *next; b; b = next) {
+      next = b->next;
+      pool->allocator.free(pool->allocator.ctx, b->data);
+      free(b);
+    }
+  }
+  pthread_mutex_destroy(&pool->lock);
+  free(pool);
+}
+
+ladle_status ladle__pool_alloc(ladle__pool *pool, size_t size, ladle__block **out) {
+  size_t class_size;
+  uint32_t c = size_class_of(size ? size : 1, &class_size);
+  if (c >= NUM_CLASSES)
+    return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "a block of %zu bytes is too large", size);
+  pthread_mutex_lock(&pool->lock);
+  ladle__block *b = pool->free_lists[c];
+  if (b) {
+    pool->free_lists[c] = b->next;
+    pool->stats.idle_bytes -= b->size;
+    pool->stats.reuses++;
+  }
+  pool->stats.live_bytes += class_size;
+  pthread_mutex_unlock(&pool->lock);
+  if (!b) {
+    b = calloc(1, sizeof *b);
+    void *data = b ? pool->allocator.alloc(pool->allocator.ctx, class_size) : NULL;
+    if (!data) {
+      free(b);
+      pthread_mutex_lock(&pool->lock);
+      pool->stats.live_bytes -= class_size;
+      pthread_mutex_unlock(&pool->lock);
+      return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes", class_size);
+    }
+    b->data = data;
+    b->size = class_size;
+    b->size_class = c;
+    pthread_mutex_lock(&pool->lock);
+    pool->stats.system_allocs++;
+    pthread_mutex_unlock(&pool->lock);
+  }
+  b->next = NULL;
+  *out = b;
+  return LADLE_OK;
+}
+
+void ladle__pool_free(ladle__pool *pool, ladle__block *b) {
+  if (!b) return;
+  pthread_mutex_lock(&pool->lock);
+  pool->stats.live_bytes -= b->size;
+  int keep = pool->stats.idle_bytes + b->size <= pool->idle_cap;
+  if (keep) {
+    b->next = pool->free_lists[b->size_class];
+    pool->free_lists[b->size_class] = b;
+    pool->stats.idle_bytes += b->size;
+  }
+  pthread_mutex_unlock(&pool->lock);
+  if (!keep) {
+    pool->allocator.free(pool->allocator.ctx, b->data);
+    free(b);
+  }
+}
+
+void ladle__pool_get_stats(ladle__pool *pool, ladle__pool_stats *stats) {
+  pthread_mutex_lock(&pool->lock);
+  *stats = pool->stats;
+  pthread_mutex_unlock(&pool->lock);
+}
+
+ladle_device ladle__pool_device(const ladle__pool *pool) { return pool->allocator.device; }

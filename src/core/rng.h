@@ -1,0 +1,93 @@
+/* Counter-based random numbers (Philox4x32-10).
+ *
+ * A stream is keyed by (seed, operator) and addressed by (epoch, sample): the
+ * numbers drawn for a sample depend on nothing else, so output is the same for
+ * any thread count, prefetch depth, backend or resume point. Header-only so the
+ * CUDA kernels draw exactly what the CPU draws. */
+#ifndef LADLE_CORE_RNG_H
+#define LADLE_CORE_RNG_H
+
+#include <stdint.h>
+
+#if defined(__CUDACC__)
+#define LADLE_HD __host__ __device__
+#else
+#define LADLE_HD
+#endif
+
+typedef struct ladle__rng {
+  uint32_t key[2];
+  uint32_t ctr[4]; /* ctr[0] counts blocks; ctr[1] epoch; ctr[2..3] sample */
+  uint32_t out[4];
+  int used; /* words of out already handed out */
+} ladle__rng;
+
+static inline LADLE_HD uint64_t ladle__splitmix64(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+static inline LADLE_HD void ladle__philox_block(const uint32_t ctr_in[4], const uint32_t key_in[2],
+                                                uint32_t out[4]) {
+  uint32_t c0 = ctr_in[0], c1 = ctr_in[1], c2 = ctr_in[2], c3 = ctr_in[3];
+  uint32_t k0 = key_in[0], k1 = key_in[1];
+  for (int round = 0; round < 10; round++) {
+    uint64_t p0 = (uint64_t)0xD2511F53u * c0;
+    uint64_t p1 = (uint64_t)0xCD9E8D57u * c2;
+    uint32_t n0 = (uint32_t)(p1 >> 32) ^ c1 ^ k0;
+    uint32_t n1 = (uint32_t)p1;
+    uint32_t n2 = (uint32_t)(p0 >> 32) ^ c3 ^ k1;
+    uint32_t n3 = (uint32_t)p0;
+    c0 = n0; c1 = n1; c2 = n2; c3 = n3;
+    k0 += 0x9E3779B9u;
+    k1 += 0xBB67AE85u;
+  }
+  out[0] = c0; out[1] = c1; out[2] = c2; out[3] = c3;
+}
+
+/* The stream of (seed, op) for one sample of one epoch. */
+static inline LADLE_HD void ladle__rng_init(ladle__rng *r, uint64_t seed, uint64_t op,
+                                            uint64_t epoch, uint64_t sample) {
+  uint64_t k = ladle__splitmix64(seed ^ ladle__splitmix64(op + 0x632BE59BD9B4E019ull));
+  r->key[0] = (uint32_t)k;
+  r->key[1] = (uint32_t)(k >> 32);
+  r->ctr[0] = 0;
+  r->ctr[1] = (uint32_t)epoch;
+  r->ctr[2] = (uint32_t)sample;
+  r->ctr[3] = (uint32_t)(sample >> 32);
+  r->used = 4;
+}
+
+static inline LADLE_HD uint32_t ladle__rng_u32(ladle__rng *r) {
+  if (r->used == 4) {
+    ladle__philox_block(r->ctr, r->key, r->out);
+    r->ctr[0]++;
+    r->used = 0;
+  }
+  return r->out[r->used++];
+}
+
+/* Uniform in [0, 1) with 53 random bits. */
+static inline LADLE_HD double ladle__rng_uniform(ladle__rng *r) {
+  uint64_t hi = ladle__rng_u32(r) >> 5, lo = ladle__rng_u32(r) >> 6;
+  return (double)(hi * 67108864.0 + lo) * (1.0 / 9007199254740992.0);
+}
+
+/* Uniform in [lo, hi). */
+static inline LADLE_HD double ladle__rng_range(ladle__rng *r, double lo, double hi) {
+  return lo + (hi - lo) * ladle__rng_uniform(r);
+}
+
+/* Uniform integer in [0, n), without modulo bias (n >= 1). */
+static inline LADLE_HD uint64_t ladle__rng_below(ladle__rng *r, uint64_t n) {
+  if (n <= 1) return 0;
+  uint64_t limit = UINT64_MAX - UINT64_MAX % n;
+  for (;;) {
+    uint64_t x = ((uint64_t)ladle__rng_u32(r) << 32) | ladle__rng_u32(r);
+    if (x < limit) return x % n;
+  }
+}
+
+#endif

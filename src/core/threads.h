@@ -1,0 +1,20 @@
+/* The worker pool behind every pipeline: parallel loops over samples. */
+#ifndef LADLE_CORE_THREADS_H
+#define LADLE_CORE_THREADS_H
+
+#include "ladle/ladle.h"
+
+/* Called once per item; `worker` is the index (0 .. num_threads-1) of the
+ * worker running it, stable for the pool's life, for per-worker scratch. */
+typedef void (*ladle__item_fn)(void *ctx, int item, int worker);
+
+/* Runs fn(ctx, i, worker) for i in [0, n) on the pool and returns when every
+ * item has run. Several threads may run loops on one pool at once; their
+ * items interleave in arrival order. fn must not call ladle__parallel_for. */
+void ladle__parallel_for(ladle_thread_pool *pool, int n, ladle__item_fn fn, void *ctx);
+
+/* Parses a core list such as "0,2,4-7" into cpus (at most max entries).
+ * Returns the count, or -1 when the text is malformed. */
+int ladle__parse_cpu_list(const char *text, int *cpus, int max);
+
+#endif

@@ -1,0 +1,306 @@
+/* crop, flip and crop_mirror_normalize: windows of HWC images, optionally
+ * mirrored, and for crop_mirror_normalize normalized, cast and re-laid out
+ * in the same pass (ops/kernels/normalize.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/kernels/normalize.h"
+#include "ops/op.h"
+
+enum {
+  ARG_CROP, ARG_CROP_W, ARG_CROP_H, ARG_CROP_POS_X, ARG_CROP_POS_Y, ARG_FILL_VALUES, ARG_OUT_OF_BOUNDS,
+  ARG_CROP_COUNT,
+  ARG_MIRROR = ARG_CROP_COUNT, ARG_MEAN, ARG_STD, ARG_SCALE, ARG_SHIFT, ARG_DTYPE, ARG_OUTPUT_LAYOUT, ARG_PAD_OUTPUT,
+  ARG_CMN_COUNT
+};
+
+static const double zero[] = {0.0};
+static const double one[] = {1.0};
+
+#define CROP_ARGS                                                                                              \
+  [ARG_CROP] = {"crop", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,                   \
+                "Window size [height, width] (one value: square). Default: the whole image."},                 \
+  [ARG_CROP_W] = {"crop_w", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,                              \
+                  "Window width (overrides crop); 0: not given."},                                               \
+  [ARG_CROP_H] = {"crop_h", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,                              \
+                  "Window height (overrides crop); 0: not given."},                                              \
+  [ARG_CROP_POS_X] = {"crop_pos_x", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,                    \
+                      "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width))."},        \
+  [ARG_CROP_POS_Y] = {"crop_pos_y", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,                    \
+                      "Vertical position of the window: y = round(crop_pos_y * (height - crop_height))."},        \
+  [ARG_FILL_VALUES] = {"fill_values", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(zero), 0, LADLE_NO_RANGE,          \
+                       "Values (in output units; one, or one per channel) of pixels outside the image when "     \
+                       "out_of_bounds_policy is \"pad\"."},                                                      \
+  [ARG_OUT_OF_BOUNDS] = {"out_of_bounds_policy", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("error"), 0,           \
+                         LADLE_NO_RANGE,                                                                          \
+                         "A window reaching outside the image: \"error\", \"pad\" (fill_values) or "             \
+                         "\"trim_to_shape\" (shrink the window)."}
+
+static const ladle_arg_schema crop_args[ARG_CROP_COUNT] = {CROP_ARGS};
+
+static const ladle_arg_schema flip_args[] = {
+    {"horizontal", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 1, 0.0, 1.0, "Flip left-right (per sample: 0 or 1)."},
+    {"vertical", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 1, 0.0, 1.0, "Flip upside down (per sample: 0 or 1)."},
+};
+
+static const ladle_arg_schema cmn_args[ARG_CMN_COUNT] = {
+    CROP_ARGS,
+    [ARG_MIRROR] = {"mirror", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 1, 0.0, 1.0,
+                    "Flip the window left-right (per sample: 0 or 1, e.g. fn.random.coin_flip())."},
+    [ARG_MEAN] = {"mean", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(zero), 0, LADLE_NO_RANGE,
+                  "Subtracted, in input units (one value, or one per channel)."},
+    [ARG_STD] = {"std", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(one), 0, LADLE_NO_RANGE,
+                 "Divisor, in input units (one value, or one per channel); must not be 0."},
+    [ARG_SCALE] = {"scale", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(1.0), 0, LADLE_NO_RANGE,
+                   "Multiplies the normalized value: out = (in - mean) / std * scale + shift."},
+    [ARG_SHIFT] = {"shift", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.0), 0, LADLE_NO_RANGE,
+                   "Added to the normalized value."},
+    [ARG_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_FLOAT32), 0, LADLE_NO_RANGE,
+                   "Output type: FLOAT, FLOAT16, UINT8 (rounded to nearest, saturated), INT32 or INT64."},
+    [ARG_OUTPUT_LAYOUT] = {"output_layout", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("CHW"), 0, LADLE_NO_RANGE,
+                           "\"CHW\" (planar) or \"HWC\"."},
+    [ARG_PAD_OUTPUT] = {"pad_output", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                        "Add a channel of zeros (3 -> 4 channels)."},
+};
+
+typedef enum { OOB_ERROR, OOB_PAD, OOB_TRIM } oob_policy;
+
+typedef struct crop_state {
+  oob_policy oob;
+  float fill[4];
+  int nfill;
+  ladle__cmn_params cmn; /* crop_mirror_normalize: the constant part */
+  int nmean, nstd;
+} crop_state;
+
+typedef struct sample_state {
+  int x0, y0, w, h;
+} sample_state;
+
+static ladle_status crop_common_init(ladle__node *n, crop_state *c) {
+  static const char *const policies[] = {"error", "pad", "trim_to_shape", NULL};
+  int oob = ladle__choice(ladle__arg_string(n, ARG_OUT_OF_BOUNDS), policies, NULL);
+  if (oob < 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "argument 'out_of_bounds_policy' = \"%s\": use \"error\", \"pad\" or \"trim_to_shape\"",
+                         ladle__arg_string(n, ARG_OUT_OF_BOUNDS));
+  c->oob = (oob_policy)oob;
+  const ladle_value *crop = ladle__arg_value(n, ARG_CROP);
+  if (ladle__arg_given(n, ARG_CROP) && crop->count != 1 && crop->count != 2)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'crop' must be [height, width] or one value");
+  const ladle_value *fill = ladle__arg_value(n, ARG_FILL_VALUES);
+  if (fill->count < 1 || fill->count > 4)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'fill_values' takes 1 to 4 values");
+  c->nfill = fill->count;
+  for (int k = 0; k < 4; k++) c->fill[k] = (float)fill->u.floats[k < fill->count ? k : fill->count - 1];
+  if (n->in[0].ndim != 3)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be HWC images (3 dimensions), got %d",
+                         n->in[0].ndim);
+  return LADLE_OK;
+}
+
+/* The window of this sample, per the crop arguments and the policy. */
+static ladle_status crop_window(const ladle__node *n, const ladle__sample *s, const crop_state *c, int in_w, int in_h,
+                                sample_state *win) {
+  double cw = in_w, ch = in_h;
+  if (ladle__arg_given(n, ARG_CROP)) {
+    const ladle_value *crop = ladle__arg_value(n, ARG_CROP);
+    ch = crop->u.floats[0];
+    cw = crop->u.floats[crop->count - 1];
+  }
+  if (ladle__arg_given(n, ARG_CROP_W)) cw = ladle__arg_float(n, s, ARG_CROP_W);
+  if (ladle__arg_given(n, ARG_CROP_H)) ch = ladle__arg_float(n, s, ARG_CROP_H);
+  int w = (int)lround(cw), h = (int)lround(ch);
+  if (w < 1 || h < 1) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the crop window %dx%d is empty", w, h);
+  double px = ladle__arg_float(n, s, ARG_CROP_POS_X), py = ladle__arg_float(n, s, ARG_CROP_POS_Y);
+  if (c->oob == OOB_TRIM) {
+    if (w > in_w) w = in_w;
+    if (h > in_h) h = in_h;
+  }
+  int x0 = (int)lround(px * (in_w - w)), y0 = (int)lround(py * (in_h - h));
+  if (c->oob == OOB_ERROR && (x0 < 0 || y0 < 0 || x0 + w > in_w || y0 + h > in_h))
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "the crop window %dx%d at (%d, %d) does not fit in the %dx%d image "
+                         "(set out_of_bounds_policy=\"pad\" or \"trim_to_shape\")",
+                         w, h, x0, y0, in_w, in_h);
+  *win = (sample_state){x0, y0, w, h};
+  return LADLE_OK;
+}
+
+static void state_fini(ladle__node *n) { free(n->state); }
+
+static ladle_status crop_init(ladle__node *n) {
+  crop_state *c = calloc(1, sizeof *c);
+  if (!c) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  n->state = c;
+  ladle_status st = crop_common_init(n, c);
+  if (st != LADLE_OK) return st;
+  n->out[0] = n->in[0];
+  if (!n->out[0].layout[0]) strcpy(n->out[0].layout, "HWC");
+  return LADLE_OK;
+}
+
+static ladle_status crop_setup(ladle__node *n, ladle__sample *s) {
+  sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0);
+  ladle_status st = crop_window(n, s, n->state, (int)in.shape[1], (int)in.shape[0], ss);
+  if (st != LADLE_OK) return st;
+  int64_t shape[3] = {ss->h, ss->w, in.shape[2]};
+  ladle__set_shape(n, s, 0, shape);
+  return LADLE_OK;
+}
+
+/* The fill byte for crop/flip: only a single value that every byte of the
+ * element can repeat (0 for any type, or 0..255 for uint8) is supported. */
+static ladle_status fill_byte(const ladle__node *n, const crop_state *c, ladle_dtype dtype, uint8_t *out) {
+  for (int k = 1; k < c->nfill; k++)
+    if (c->fill[k] != c->fill[0])
+      return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads with one fill value for all channels");
+  if (c->fill[0] == 0) *out = 0;
+  else if (dtype == LADLE_UINT8 && c->fill[0] >= 0 && c->fill[0] <= 255 && c->fill[0] == floorf(c->fill[0]))
+    *out = (uint8_t)c->fill[0];
+  else
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads %s images with 0 only", ladle_dtype_name(dtype));
+  return LADLE_OK;
+}
+
+static ladle_status crop_run(ladle__node *n, ladle__sample *s) {
+  const sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
+  uint8_t fill = 0;
+  ladle_status st = fill_byte(n, n->state, in.dtype, &fill);
+  if (st != LADLE_OK) return st;
+  ladle__crop_flip_hwc(out.data, in.data, (int)in.shape[0], (int)in.shape[1], (int)in.shape[2],
+                       ladle_dtype_size(in.dtype), ss->x0, ss->y0, ss->w, ss->h, 0, 0, fill);
+  return LADLE_OK;
+}
+
+static ladle_status flip_init(ladle__node *n) {
+  if (n->in[0].ndim != 3)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be HWC images (3 dimensions), got %d",
+                         n->in[0].ndim);
+  n->out[0] = n->in[0];
+  return LADLE_OK;
+}
+
+static ladle_status flip_setup(ladle__node *n, ladle__sample *s) {
+  ladle__tensor in = ladle__input(n, s, 0);
+  ladle__set_shape(n, s, 0, in.shape);
+  return LADLE_OK;
+}
+
+static ladle_status flip_run(ladle__node *n, ladle__sample *s) {
+  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
+  int w = (int)in.shape[1], h = (int)in.shape[0];
+  ladle__crop_flip_hwc(out.data, in.data, h, w, (int)in.shape[2], ladle_dtype_size(in.dtype), 0, 0, w, h,
+                       ladle__arg_int(n, s, 0) != 0, ladle__arg_int(n, s, 1) != 0, 0);
+  return LADLE_OK;
+}
+
+static ladle_status cmn_init(ladle__node *n) {
+  crop_state *c = calloc(1, sizeof *c);
+  if (!c) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  n->state = c;
+  ladle_status st = crop_common_init(n, c);
+  if (st != LADLE_OK) return st;
+  if (n->in[0].dtype != LADLE_UINT8)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "the input must be uint8 images, got %s",
+                         ladle_dtype_name(n->in[0].dtype));
+  const ladle_value *mean = ladle__arg_value(n, ARG_MEAN), *std = ladle__arg_value(n, ARG_STD);
+  if (mean->count < 1 || mean->count > 4 || std->count < 1 || std->count > 4)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "arguments 'mean' and 'std' take 1 to 4 values");
+  ladle__cmn_params *p = &c->cmn;
+  for (int k = 0; k < 4; k++) {
+    double sd = std->u.floats[k < std->count ? k : std->count - 1];
+    if (sd == 0) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'std' must not contain 0");
+    p->mean[k] = (float)mean->u.floats[k < mean->count ? k : mean->count - 1];
+    p->inv_std[k] = (float)(1.0 / sd);
+    p->fill[k] = c->fill[k];
+  }
+  c->nmean = mean->count;
+  c->nstd = std->count;
+  p->scale = (float)ladle__arg_float(n, NULL, ARG_SCALE);
+  p->shift = (float)ladle__arg_float(n, NULL, ARG_SHIFT);
+  p->dtype = (ladle_dtype)ladle__arg_int(n, NULL, ARG_DTYPE);
+  const char *layout = ladle__arg_string(n, ARG_OUTPUT_LAYOUT);
+  static const char *const layouts[] = {"HWC", "CHW", NULL};
+  int chw = ladle__choice(layout, layouts, NULL);
+  if (chw < 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'output_layout' = \"%s\": use \"CHW\" or \"HWC\"",
+                         layout);
+  p->chw = chw;
+  p->pad_output = (int)ladle__arg_int(n, NULL, ARG_PAD_OUTPUT);
+  n->out[0] = (ladle__out_desc){p->dtype, 3, ""};
+  strcpy(n->out[0].layout, chw ? "CHW" : "HWC");
+  return LADLE_OK;
+}
+
+static ladle_status cmn_setup(ladle__node *n, ladle__sample *s) {
+  const crop_state *c = n->state;
+  sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0);
+  int channels = (int)in.shape[2];
+  if (channels < 1 || channels + c->cmn.pad_output > 4)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "images with %d channels are not supported", channels);
+  if ((c->nmean > 1 && c->nmean != channels) || (c->nstd > 1 && c->nstd != channels))
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "'mean' has %d and 'std' %d values for an image of %d channels", c->nmean, c->nstd, channels);
+  ladle_status st = crop_window(n, s, c, (int)in.shape[1], (int)in.shape[0], ss);
+  if (st != LADLE_OK) return st;
+  int out_c = channels + c->cmn.pad_output;
+  int64_t shape[3];
+  if (c->cmn.chw) {
+    shape[0] = out_c, shape[1] = ss->h, shape[2] = ss->w;
+  } else {
+    shape[0] = ss->h, shape[1] = ss->w, shape[2] = out_c;
+  }
+  ladle__set_shape(n, s, 0, shape);
+  return LADLE_OK;
+}
+
+static ladle_status cmn_run(ladle__node *n, ladle__sample *s) {
+  const crop_state *c = n->state;
+  const sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
+  ladle__cmn_params p = c->cmn;
+  p.x0 = ss->x0;
+  p.y0 = ss->y0;
+  p.w = ss->w;
+  p.h = ss->h;
+  p.channels = (int)in.shape[2];
+  p.mirror = ladle__arg_int(n, s, ARG_MIRROR) != 0;
+  ladle__crop_mirror_normalize(out.data, in.data, (int)in.shape[0], (int)in.shape[1], (int)(in.shape[1] * in.shape[2]),
+                               &p);
+  return LADLE_OK;
+}
+
+const ladle__op_def ladle__op_crop = {
+    .schema = {"crop", "Cuts a window (crop, crop_w/crop_h at crop_pos_x/crop_pos_y) out of HWC images.", 1, 1, 1,
+               LADLE_ON_CPU, ARG_CROP_COUNT, crop_args},
+    .sample_state_size = sizeof(sample_state),
+    .init = crop_init,
+    .fini = state_fini,
+    .setup = crop_setup,
+    .run = crop_run,
+};
+
+const ladle__op_def ladle__op_flip = {
+    .schema = {"flip", "Flips HWC images horizontally and/or vertically (per-sample arguments allowed).", 1, 1, 1,
+               LADLE_ON_CPU, 2, flip_args},
+    .init = flip_init,
+    .setup = flip_setup,
+    .run = flip_run,
+};
+
+const ladle__op_def ladle__op_crop_mirror_normalize = {
+    .schema = {"crop_mirror_normalize",
+               "Crops, mirrors, normalizes ((in - mean) / std * scale + shift), casts and lays out uint8 HWC "
+               "images in one pass.",
+               1, 1, 1, LADLE_ON_CPU, ARG_CMN_COUNT, cmn_args},
+    .sample_state_size = sizeof(sample_state),
+    .init = cmn_init,
+    .fini = state_fini,
+    .setup = cmn_setup,
+    .run = cmn_run,
+};

@@ -1,0 +1,102 @@
+/* The helpers operator code calls: inputs, outputs, arguments, randomness. */
+#include "ops/op.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static ladle__tensor tensor_of(const ladle_batch *b, int slot) {
+  ladle__tensor t = {ladle_batch_data(b, slot), ladle_batch_shape(b, slot), b->ndim, b->dtype};
+  return t;
+}
+
+ladle__tensor ladle__input(const ladle__node *node, const ladle__sample *s, int k) {
+  return tensor_of(node->in_batches[k], s->slot);
+}
+
+ladle__tensor ladle__output(const ladle__node *node, const ladle__sample *s, int k) {
+  return tensor_of(node->out_batches[k], s->slot);
+}
+
+void ladle__set_shape(ladle__node *node, const ladle__sample *s, int k, const int64_t *shape) {
+  int64_t *dst = node->out_shapes + ((size_t)s->slot * node->num_outputs + k) * LADLE_MAX_NDIM;
+  if (node->out[k].ndim > 0) memcpy(dst, shape, sizeof(int64_t) * node->out[k].ndim);
+}
+
+int ladle__arg_given(const ladle__node *node, int arg) { return node->args[arg].given; }
+
+/* The first element of a per-sample argument's sample, as a double. */
+static double source_value(const ladle__node *node, const ladle__sample *s, int source) {
+  const ladle_batch *b = node->source_batches[source];
+  const void *p = ladle_batch_data(b, s->slot);
+  switch (b->dtype) {
+    case LADLE_UINT8: return *(const uint8_t *)p;
+    case LADLE_INT32: return *(const int32_t *)p;
+    case LADLE_INT64: return (double)*(const int64_t *)p;
+    case LADLE_FLOAT32: return *(const float *)p;
+    default: return 0;
+  }
+}
+
+int64_t ladle__arg_int(const ladle__node *node, const ladle__sample *s, int arg) {
+  const ladle__arg *a = &node->args[arg];
+  if (a->source >= 0 && s) return (int64_t)source_value(node, s, a->source);
+  if (a->value.type == LADLE_ARG_FLOAT) return (int64_t)a->value.u.f;
+  return a->value.count > 0 ? a->value.u.i : 0;
+}
+
+double ladle__arg_float(const ladle__node *node, const ladle__sample *s, int arg) {
+  const ladle__arg *a = &node->args[arg];
+  if (a->source >= 0 && s) return source_value(node, s, a->source);
+  if (a->value.type == LADLE_ARG_FLOAT) return a->value.count > 0 ? a->value.u.f : 0;
+  return a->value.count > 0 ? (double)a->value.u.i : 0;
+}
+
+const ladle_value *ladle__arg_value(const ladle__node *node, int arg) {
+  return &node->args[arg].value;
+}
+
+const char *ladle__arg_string(const ladle__node *node, int arg) {
+  const ladle_value *v = &node->args[arg].value;
+  return v->count > 0 ? v->u.s : NULL;
+}
+
+ladle_status ladle__scratch(ladle__node *node, const ladle__sample *s, size_t size, void **out) {
+  int w = s->worker;
+  if (node->scratch_size[w] < size) {
+    free(node->scratch[w]);
+    node->scratch_size[w] = 0;
+    node->scratch[w] = malloc(size);
+    if (!node->scratch[w]) return LADLE_OP_FAIL(node, LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes of scratch", size);
+    node->scratch_size[w] = size;
+  }
+  *out = node->scratch[w];
+  return LADLE_OK;
+}
+
+void ladle__sample_rng(const ladle__node *node, const ladle__sample *s, ladle__rng *rng) {
+  ladle__rng_init(rng, node->config->seed, (uint64_t)node->id, (uint64_t)s->ref->epoch,
+                  (uint64_t)s->ref->index);
+}
+
+ladle_status ladle__op_fail(const ladle__node *node, ladle_status status, const char *fmt, ...) {
+  char text[LADLE_ERROR_MAX];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(text, sizeof text, fmt, ap);
+  va_end(ap);
+  if (node->name)
+    return ladle__set_error(status, node->def->schema.name, "(instance \"%s\") %s", node->name, text);
+  return ladle__set_error(status, node->def->schema.name, "%s", text);
+}
+
+int ladle__choice(const char *text, const char *const *choices, const char *prefix) {
+  if (!text) return -1;
+  size_t plen = prefix ? strlen(prefix) : 0;
+  if (plen && strncasecmp(text, prefix, plen) == 0) text += plen;
+  for (int i = 0; choices[i]; i++)
+    if (strcasecmp(text, choices[i]) == 0) return i;
+  return -1;
+}

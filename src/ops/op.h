@@ -1,0 +1,150 @@
+/* How an operator is written. Each operator is one ladle__op_def: its schema
+ * (name, inputs, outputs, typed arguments with defaults and docs: the only
+ * place these are written down; Python's fn.* is generated from it) and its
+ * CPU kernel in two steps per sample: setup (output shapes, so that a batch's
+ * memory can be taken in one block) and run (write the outputs). */
+#ifndef LADLE_OPS_OP_H
+#define LADLE_OPS_OP_H
+
+#include "core/batch.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "io/sampler.h"
+
+#define LADLE_MAX_INPUTS 4
+#define LADLE_MAX_OUTPUTS 4
+
+typedef struct ladle__node ladle__node;
+
+/* Where a sample of an iteration comes from: ladle__sample_ref (io/sampler.h).
+ * Without a reader, index = position = iteration * batch_size + slot. */
+
+/* What an operator sees of one sample while it runs. */
+typedef struct ladle__sample {
+  int slot;          /* index in the batch */
+  int worker;        /* the worker thread, for per-worker scratch */
+  const ladle__sample_ref *ref;
+  const char *name;  /* the sample's file path or record name, for error messages */
+  void *state;       /* the op's per-sample state (sample_state_size bytes), kept from setup to run */
+} ladle__sample;
+
+/* A sample's tensor: input or output. */
+typedef struct ladle__tensor {
+  void *data;
+  const int64_t *shape;
+  int ndim;
+  ladle_dtype dtype;
+} ladle__tensor;
+
+/* The element type, rank and layout of an output, fixed at build. */
+typedef struct ladle__out_desc {
+  ladle_dtype dtype;
+  int ndim;
+  char layout[8];
+} ladle__out_desc;
+
+typedef struct ladle__op_def {
+  ladle_op_schema schema;
+  size_t sample_state_size;
+  /* Build time: check argument combinations and input descs (node->in[k]),
+   * set every node->out[k]; may set node->state. Required. */
+  ladle_status (*init)(ladle__node *node);
+  /* Frees node->state. Optional. */
+  void (*fini)(ladle__node *node);
+  /* Readers only: the samples of an iteration (batch_size refs). */
+  ladle_status (*plan)(ladle__node *node, int64_t iteration, ladle__sample_ref *refs);
+  /* Readers only: the name of record `index` (its path), for messages. */
+  const char *(*sample_name)(ladle__node *node, int64_t index);
+  /* Readers only: DALI's reader metadata. */
+  ladle_status (*reader_meta)(ladle__node *node, ladle_reader_meta *meta);
+  /* Per sample: set each output's shape with ladle__set_shape. Required. */
+  ladle_status (*setup)(ladle__node *node, ladle__sample *s);
+  /* Per sample: write the outputs. Required. */
+  ladle_status (*run)(ladle__node *node, ladle__sample *s);
+} ladle__op_def;
+
+/* An argument as resolved for a node: the given value or the default, or a
+ * per-sample source. */
+typedef struct ladle__arg {
+  int given;        /* 1: the user gave it (by value or by node) */
+  ladle_value value;/* a deep copy owned by the node, or the schema default */
+  int source;       /* index into the node's arg_sources, or -1 */
+} ladle__arg;
+
+struct ladle__node {
+  const ladle__op_def *def;
+  int id;                    /* position among the pipeline's operators: keys the RNG */
+  unsigned device;           /* one LADLE_ON_* bit */
+  char *name;                /* instance name, or NULL */
+  int num_inputs;
+  int inputs[LADLE_MAX_INPUTS];  /* producer value ids */
+  ladle__out_desc in[LADLE_MAX_INPUTS];
+  int num_outputs;
+  int first_output;              /* value id of output 0 */
+  ladle__out_desc out[LADLE_MAX_OUTPUTS];
+  ladle__arg *args;              /* schema.num_args, in schema order */
+  int num_sources;
+  int sources[LADLE_MAX_INPUTS]; /* value ids of per-sample arguments */
+  void *state;                   /* the op's own, from init */
+  const struct ladle__pipeline_config *config;
+
+  /* Per iteration, owned by the executor. */
+  ladle_batch *in_batches[LADLE_MAX_INPUTS];
+  ladle_batch *source_batches[LADLE_MAX_INPUTS];
+  ladle_batch *out_batches[LADLE_MAX_OUTPUTS];
+  int64_t *out_shapes;           /* batch_size * num_outputs * LADLE_MAX_NDIM */
+  void **scratch;                /* per worker, grown on demand, kept for reuse */
+  size_t *scratch_size;
+  uint8_t *sample_states;        /* batch_size * sample_state_size */
+};
+
+/* Pipeline-wide settings an operator may read. */
+typedef struct ladle__pipeline_config {
+  int batch_size;
+  uint64_t seed;
+  int64_t max_pixels;
+  int num_workers;
+} ladle__pipeline_config;
+
+/* --- helpers for operator code ------------------------------------------ */
+
+ladle__tensor ladle__input(const ladle__node *node, const ladle__sample *s, int k);
+ladle__tensor ladle__output(const ladle__node *node, const ladle__sample *s, int k);
+/* In setup: the shape of output k for this sample (node->out[k].ndim values). */
+void ladle__set_shape(ladle__node *node, const ladle__sample *s, int k, const int64_t *shape);
+
+/* Argument values. The per-sample forms read the argument's node for this
+ * sample when it has one; the plain forms read constants. */
+int ladle__arg_given(const ladle__node *node, int arg);
+int64_t ladle__arg_int(const ladle__node *node, const ladle__sample *s, int arg);
+double ladle__arg_float(const ladle__node *node, const ladle__sample *s, int arg);
+const ladle_value *ladle__arg_value(const ladle__node *node, int arg);
+const char *ladle__arg_string(const ladle__node *node, int arg);
+
+/* A per-worker buffer of at least `size` bytes, reused across samples and
+ * iterations (so a warm pipeline allocates nothing). Fails with OOM. */
+ladle_status ladle__scratch(ladle__node *node, const ladle__sample *s, size_t size, void **out);
+
+/* The random stream of this operator for this sample. */
+void ladle__sample_rng(const ladle__node *node, const ladle__sample *s, ladle__rng *rng);
+
+/* Fails with a message naming the operator, e.g. in init. */
+#define LADLE_OP_FAIL(node, status, ...) ladle__op_fail((node), (status), __VA_ARGS__)
+ladle_status ladle__op_fail(const ladle__node *node, ladle_status status, const char *fmt, ...)
+    LADLE__PRINTF(3, 4);
+
+/* Finds `text` (case-insensitive, an optional "INTERP_"-style prefix allowed)
+ * among `choices` (NULL-terminated); returns its index or -1. */
+int ladle__choice(const char *text, const char *const *choices, const char *prefix);
+
+/* Schema-building shorthands. */
+#define LADLE_NO_RANGE 1.0, 0.0
+#define LADLE_INT_VALUE(v) {LADLE_ARG_INT, 1, {.i = (v)}}
+#define LADLE_BOOL_VALUE(v) {LADLE_ARG_BOOL, 1, {.i = (v)}}
+#define LADLE_FLOAT_VALUE(v) {LADLE_ARG_FLOAT, 1, {.f = (v)}}
+#define LADLE_STRING_VALUE(v) {LADLE_ARG_STRING, 1, {.s = (v)}}
+#define LADLE_DTYPE_VALUE(v) {LADLE_ARG_DTYPE, 1, {.i = (v)}}
+#define LADLE_FLOATS_VALUE(arr) {LADLE_ARG_FLOATS, (int)(sizeof(arr) / sizeof((arr)[0])), {.floats = (arr)}}
+#define LADLE_NONE_VALUE(type) {(type), 0, {.i = 0}}
+
+#endif

@@ -1,0 +1,114 @@
+/* random.coin_flip and random.uniform: one value (or a small tensor) per
+ * sample, drawn from the sample's own stream, typically used as per-sample
+ * arguments (mirror=fn.random.coin_flip()). */
+#include <string.h>
+
+#include "ops/op.h"
+
+static const double default_range[] = {-1.0, 1.0};
+
+enum { COIN_PROBABILITY, COIN_SHAPE, COIN_DTYPE, COIN_COUNT };
+static const ladle_arg_schema coin_args[COIN_COUNT] = {
+    [COIN_PROBABILITY] = {"probability", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,
+                          "Probability of a 1."},
+    [COIN_SHAPE] = {"shape", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, 0.0, 1e9,
+                    "Shape of each sample's output; default: a scalar."},
+    [COIN_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_INT32), 0, LADLE_NO_RANGE,
+                    "Output type (INT32 by default)."},
+};
+
+enum { UNI_RANGE, UNI_VALUES, UNI_SHAPE, UNI_DTYPE, UNI_COUNT };
+static const ladle_arg_schema uniform_args[UNI_COUNT] = {
+    [UNI_RANGE] = {"range", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_range), 0, LADLE_NO_RANGE,
+                   "[low, high): values are drawn uniformly from this interval."},
+    [UNI_VALUES] = {"values", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, LADLE_NO_RANGE,
+                    "If given, values are drawn uniformly from this list instead."},
+    [UNI_SHAPE] = {"shape", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, 0.0, 1e9,
+                   "Shape of each sample's output; default: a scalar."},
+    [UNI_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_FLOAT32), 0, LADLE_NO_RANGE,
+                   "Output type (FLOAT by default)."},
+};
+
+static ladle_status random_init(ladle__node *n, int arg_shape, int arg_dtype) {
+  const ladle_value *shape = ladle__arg_value(n, arg_shape);
+  if (shape->count > LADLE_MAX_NDIM)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'shape' has more than %d dimensions",
+                         LADLE_MAX_NDIM);
+  ladle_dtype dtype = (ladle_dtype)ladle__arg_int(n, NULL, arg_dtype);
+  if (dtype == LADLE_FLOAT16)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "argument 'dtype': FLOAT16 is not supported here");
+  n->out[0] = (ladle__out_desc){dtype, shape->count, ""};
+  return LADLE_OK;
+}
+
+static ladle_status coin_init(ladle__node *n) { return random_init(n, COIN_SHAPE, COIN_DTYPE); }
+
+static ladle_status uniform_init(ladle__node *n) {
+  const ladle_value *range = ladle__arg_value(n, UNI_RANGE);
+  if (range->count != 2 || !(range->u.floats[0] <= range->u.floats[1]))
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'range' must be [low, high] with low <= high");
+  if (ladle__arg_given(n, UNI_VALUES) && ladle__arg_value(n, UNI_VALUES)->count < 1)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'values' is empty");
+  return random_init(n, UNI_SHAPE, UNI_DTYPE);
+}
+
+static ladle_status random_setup(ladle__node *n, ladle__sample *s) {
+  const ladle_value *shape = ladle__arg_value(n, n->def->schema.num_args == COIN_COUNT ? COIN_SHAPE : UNI_SHAPE);
+  ladle__set_shape(n, s, 0, shape->count ? shape->u.ints : NULL);
+  return LADLE_OK;
+}
+
+/* Stores x into element i of a numeric tensor. */
+static void store(void *data, ladle_dtype dtype, int64_t i, double x) {
+  switch (dtype) {
+    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); break;
+    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)x; break;
+    case LADLE_INT64: ((int64_t *)data)[i] = (int64_t)x; break;
+    default: ((float *)data)[i] = (float)x; break;
+  }
+}
+
+static int64_t elems(const ladle__tensor *t) {
+  int64_t count = 1;
+  for (int d = 0; d < t->ndim; d++) count *= t->shape[d];
+  return count;
+}
+
+static ladle_status coin_run(ladle__node *n, ladle__sample *s) {
+  ladle__tensor out = ladle__output(n, s, 0);
+  double p = ladle__arg_float(n, s, COIN_PROBABILITY);
+  ladle__rng rng;
+  ladle__sample_rng(n, s, &rng);
+  for (int64_t i = 0, count = elems(&out); i < count; i++) store(out.data, out.dtype, i, ladle__rng_uniform(&rng) < p);
+  return LADLE_OK;
+}
+
+static ladle_status uniform_run(ladle__node *n, ladle__sample *s) {
+  ladle__tensor out = ladle__output(n, s, 0);
+  const ladle_value *range = ladle__arg_value(n, UNI_RANGE), *values = ladle__arg_value(n, UNI_VALUES);
+  int discrete = ladle__arg_given(n, UNI_VALUES);
+  ladle__rng rng;
+  ladle__sample_rng(n, s, &rng);
+  for (int64_t i = 0, count = elems(&out); i < count; i++) {
+    double x = discrete ? values->u.floats[ladle__rng_below(&rng, (uint64_t)values->count)]
+                        : ladle__rng_range(&rng, range->u.floats[0], range->u.floats[1]);
+    store(out.data, out.dtype, i, x);
+  }
+  return LADLE_OK;
+}
+
+const ladle__op_def ladle__op_random_coin_flip = {
+    .schema = {"random.coin_flip", "Draws 0 or 1 per sample (1 with `probability`).", 0, 0, 1, LADLE_ON_CPU,
+               COIN_COUNT, coin_args},
+    .init = coin_init,
+    .setup = random_setup,
+    .run = coin_run,
+};
+
+const ladle__op_def ladle__op_random_uniform = {
+    .schema = {"random.uniform", "Draws numbers uniformly from `range` (or from the list `values`) per sample.", 0,
+               0, 1, LADLE_ON_CPU, UNI_COUNT, uniform_args},
+    .init = uniform_init,
+    .setup = random_setup,
+    .run = uniform_run,
+};

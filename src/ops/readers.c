@@ -1,0 +1,163 @@
+/* readers.file: records from a class-per-folder tree, a list file or explicit
+ * paths (io/file_reader.h), as (encoded bytes, int32 label [1]). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/file_reader.h"
+#include "ops/op.h"
+
+enum {
+  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_RANDOM_SHUFFLE,
+  ARG_SHUFFLE_AFTER_EPOCH, ARG_SEED, ARG_SHARD_ID, ARG_NUM_SHARDS, ARG_STICK_TO_SHARD,
+  ARG_PAD_LAST_BATCH, ARG_INITIAL_FILL, ARG_READ_AHEAD, ARG_PREFETCH_QUEUE_DEPTH, ARG_DONT_USE_MMAP,
+  ARG_LAZY_INIT, ARG_COUNT
+};
+
+static const ladle_arg_schema args[ARG_COUNT] = {
+    [ARG_FILE_ROOT] = {"file_root", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE,
+                       "Folder with one subfolder per class (labels: the subfolders' indices in sorted order), "
+                       "or the base of relative paths in file_list/files."},
+    [ARG_FILE_LIST] = {"file_list", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE,
+                       "Text file of \"path label\" lines (blank lines and # comments skipped)."},
+    [ARG_FILES] = {"files", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0, LADLE_NO_RANGE,
+                   "Explicit list of file paths."},
+    [ARG_LABELS] = {"labels", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, -2147483648.0, 2147483647.0,
+                    "Labels for `files` (default: the file's index)."},
+    [ARG_FILE_FILTERS] = {"file_filters", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
+                          LADLE_NO_RANGE,
+                          "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). "
+                          "Default: *.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
+    [ARG_RANDOM_SHUFFLE] = {"random_shuffle", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                            "Shuffle the records: a uniform permutation of the whole data set per epoch, drawn "
+                            "from (seed, epoch) and the same on every shard (unlike DALI's shuffle buffer)."},
+    [ARG_SHUFFLE_AFTER_EPOCH] = {"shuffle_after_epoch", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0,
+                                 LADLE_NO_RANGE, "Same as random_shuffle (accepted for DALI scripts)."},
+    [ARG_SEED] = {"seed", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(-1), 0, -1.0, 9.2e18,
+                  "Seed of the shuffle; -1: the pipeline's seed. Give every shard the same seed."},
+    [ARG_SHARD_ID] = {"shard_id", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 0, 0.0, 2147483647.0,
+                      "Which shard this pipeline reads: positions [floor(i*N/S), floor((i+1)*N/S))."},
+    [ARG_NUM_SHARDS] = {"num_shards", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 0, 1.0, 2147483647.0,
+                        "Number of shards the data set is split into."},
+    [ARG_STICK_TO_SHARD] = {"stick_to_shard", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                            "Keep reading shard_id every epoch; otherwise epoch e reads shard (shard_id + e) % num_shards."},
+    [ARG_PAD_LAST_BATCH] = {"pad_last_batch", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                            "End every epoch on a batch boundary, the same number of batches on every shard, "
+                            "padding with the shard's last record."},
+    [ARG_INITIAL_FILL] = {"initial_fill", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1024), 0, LADLE_NO_RANGE,
+                          "Accepted for DALI scripts; no effect (ladle shuffles the whole epoch)."},
+    [ARG_READ_AHEAD] = {"read_ahead", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                        "Accepted for DALI scripts; no effect."},
+    [ARG_PREFETCH_QUEUE_DEPTH] = {"prefetch_queue_depth", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 0,
+                                  LADLE_NO_RANGE, "Accepted for DALI scripts; no effect."},
+    [ARG_DONT_USE_MMAP] = {"dont_use_mmap", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                           "Accepted for DALI scripts; ladle always reads with read(2)."},
+    [ARG_LAZY_INIT] = {"lazy_init", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
+                       "Accepted for DALI scripts; the listing happens at build."},
+};
+
+static ladle_status reader_init(ladle__node *n) {
+  ladle_status st = LADLE_OK;
+  ladle__file_reader_params p;
+  ladle__file_reader_params_init(&p);
+  char **extensions = NULL;
+  int32_t *labels = NULL;
+  p.file_root = ladle__arg_string(n, ARG_FILE_ROOT);
+  p.file_list = ladle__arg_string(n, ARG_FILE_LIST);
+  const ladle_value *files = ladle__arg_value(n, ARG_FILES);
+  p.files = files->count ? files->u.strings : NULL;
+  p.num_files = files->count;
+  const ladle_value *lab = ladle__arg_value(n, ARG_LABELS);
+  if (lab->count) {
+    labels = malloc(sizeof *labels * (size_t)lab->count);
+    if (!labels) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+    for (int i = 0; i < lab->count; i++) labels[i] = (int32_t)lab->u.ints[i];
+    p.labels = labels;
+    p.num_labels = lab->count;
+  }
+  const ladle_value *filters = ladle__arg_value(n, ARG_FILE_FILTERS);
+  if (filters->count) {
+    extensions = calloc((size_t)filters->count, sizeof *extensions);
+    if (!extensions) {
+      st = LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+      goto done;
+    }
+    for (int i = 0; i < filters->count; i++) {
+      const char *f = filters->u.strings[i];
+      if (f[0] != '*' || f[1] == '\0' || strpbrk(f + 1, "*?[")) {
+        st = LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                           "argument 'file_filters': \"%s\" is not of the form \"*.ext\"", f);
+        goto done;
+      }
+      extensions[i] = (char *)f + 1;
+    }
+    p.extensions = (const char *const *)extensions;
+    p.num_extensions = filters->count;
+  }
+  p.random_shuffle = ladle__arg_int(n, NULL, ARG_RANDOM_SHUFFLE) || ladle__arg_int(n, NULL, ARG_SHUFFLE_AFTER_EPOCH);
+  int64_t seed = ladle__arg_int(n, NULL, ARG_SEED);
+  p.seed = seed >= 0 ? (uint64_t)seed : n->config->seed;
+  p.shard_id = (int)ladle__arg_int(n, NULL, ARG_SHARD_ID);
+  p.num_shards = (int)ladle__arg_int(n, NULL, ARG_NUM_SHARDS);
+  p.stick_to_shard = (int)ladle__arg_int(n, NULL, ARG_STICK_TO_SHARD);
+  p.pad_last_batch = (int)ladle__arg_int(n, NULL, ARG_PAD_LAST_BATCH);
+  p.batch_size = n->config->batch_size;
+  ladle__file_reader *r = NULL;
+  st = ladle__file_reader_create(&p, &r);
+  if (st != LADLE_OK) {
+    ladle__wrap_error(st, "readers.file");
+    goto done;
+  }
+  n->state = r;
+  n->out[0] = (ladle__out_desc){LADLE_UINT8, 1, ""};
+  n->out[1] = (ladle__out_desc){LADLE_INT32, 1, ""};
+done:
+  free(extensions);
+  free(labels);
+  return st;
+}
+
+static void reader_fini(ladle__node *n) { ladle__file_reader_destroy(n->state); }
+
+static ladle_status reader_plan(ladle__node *n, int64_t iteration, ladle__sample_ref *refs) {
+  ladle__file_reader_plan(n->state, iteration, refs);
+  return LADLE_OK;
+}
+
+static const char *reader_sample_name(ladle__node *n, int64_t index) {
+  return ladle__file_reader_path(n->state, index);
+}
+
+static ladle_status reader_meta(ladle__node *n, ladle_reader_meta *meta) {
+  return ladle__file_reader_meta(n->state, meta);
+}
+
+static ladle_status reader_setup(ladle__node *n, ladle__sample *s) {
+  size_t size = 0;
+  ladle_status st = ladle__file_reader_stat(n->state, s->ref->index, &size);
+  if (st != LADLE_OK) return st;
+  int64_t data_shape[1] = {(int64_t)size}, label_shape[1] = {1};
+  ladle__set_shape(n, s, 0, data_shape);
+  ladle__set_shape(n, s, 1, label_shape);
+  return LADLE_OK;
+}
+
+static ladle_status reader_run(ladle__node *n, ladle__sample *s) {
+  ladle__tensor data = ladle__output(n, s, 0), label = ladle__output(n, s, 1);
+  *(int32_t *)label.data = ladle__file_reader_label(n->state, s->ref->index);
+  return ladle__file_reader_read(n->state, s->ref->index, data.data, (size_t)data.shape[0]);
+}
+
+const ladle__op_def ladle__op_readers_file = {
+    .schema = {"readers.file",
+               "Reads files and their labels from a class-per-folder tree (file_root), a list file "
+               "(file_list) or explicit paths (files, labels). Outputs the encoded bytes (uint8, 1-D) and the "
+               "label (int32, shape [1]).",
+               0, 0, 2, LADLE_ON_CPU, ARG_COUNT, args},
+    .init = reader_init,
+    .fini = reader_fini,
+    .plan = reader_plan,
+    .sample_name = reader_sample_name,
+    .reader_meta = reader_meta,
+    .setup = reader_setup,
+    .run = reader_run,
+};

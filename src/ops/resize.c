@@ -1,0 +1,213 @@
+/* resize and random_resized_crop: a separable filter from a source window
+ * (the whole image, or a random crop of it) to the output size, in one pass
+ * (ops/kernels/resize.h). HWC uint8 or float32 in, the same type out. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops/kernels/resize.h"
+#include "ops/op.h"
+#include "ops/random_crop.h"
+#include "ops/resize_params.h"
+
+enum {
+  ARG_INTERP_TYPE, ARG_ANTIALIAS, ARG_MIN_FILTER, ARG_MAG_FILTER, ARG_COMMON_COUNT,
+  /* resize */
+  ARG_RESIZE_X = ARG_COMMON_COUNT, ARG_RESIZE_Y, ARG_SIZE, ARG_RESIZE_SHORTER, ARG_RESIZE_LONGER, ARG_MODE,
+  ARG_MAX_SIZE, ARG_RESIZE_COUNT,
+  /* random_resized_crop */
+  ARG_RRC_SIZE = ARG_COMMON_COUNT, ARG_RANDOM_AREA, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_RRC_COUNT
+};
+
+#define COMMON_ARGS                                                                                           \
+  [ARG_INTERP_TYPE] = {"interp_type", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("LINEAR"), 0, LADLE_NO_RANGE,   \
+                       "Filter: \"NN\", \"LINEAR\", \"CUBIC\", \"LANCZOS3\", \"TRIANGULAR\" or \"GAUSSIAN\" "   \
+                       "(an \"INTERP_\" prefix is accepted)."},                                               \
+  [ARG_ANTIALIAS] = {"antialias", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(1), 0, LADLE_NO_RANGE,                   \
+                     "Widen the filter when downscaling, so that every input pixel contributes (as PIL does)."}, \
+  [ARG_MIN_FILTER] = {"min_filter", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE, \
+                      "Filter used when downscaling (default: interp_type)."},                                \
+  [ARG_MAG_FILTER] = {"mag_filter", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE, \
+                      "Filter used when upscaling (default: interp_type)."}
+
+static const ladle_arg_schema resize_args[ARG_RESIZE_COUNT] = {
+    COMMON_ARGS,
+    [ARG_RESIZE_X] = {"resize_x", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
+                      "Output width; 0: derived from the other arguments."},
+    [ARG_RESIZE_Y] = {"resize_y", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
+                      "Output height; 0: derived from the other arguments."},
+    [ARG_SIZE] = {"size", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,
+                  "Output size [height, width] (spatial dimensions in layout order); 0 entries are derived."},
+    [ARG_RESIZE_SHORTER] = {"resize_shorter", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
+                            "Length of the shorter side; the other keeps the aspect ratio (capped by max_size)."},
+    [ARG_RESIZE_LONGER] = {"resize_longer", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
+                           "Length of the longer side; the other keeps the aspect ratio."},
+    [ARG_MODE] = {"mode", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("default"), 0, LADLE_NO_RANGE,
+                  "\"default\": sizes not given keep the aspect ratio; \"stretch\": they keep the input's extent; "
+                  "\"not_smaller\"/\"not_larger\": keep the aspect ratio, the output covers/fits in the size given."},
+    [ARG_MAX_SIZE] = {"max_size", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,
+                      "Upper limit of the output [height, width] (one value: both), keeping the aspect ratio "
+                      "where the mode does."},
+};
+
+static const double default_area[] = {0.08, 1.0};
+static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};
+
+static const ladle_arg_schema rrc_args[ARG_RRC_COUNT] = {
+    COMMON_ARGS,
+    [ARG_RRC_SIZE] = {"size", LADLE_ARG_FLOATS, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 1.0, 1e9,
+                      "Output size [height, width] (one value: square)."},
+    [ARG_RANDOM_AREA] = {"random_area", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_area), 0, 0.0, 1.0,
+                         "Range [min, max] of the crop's area as a fraction of the image's."},
+    [ARG_RANDOM_ASPECT_RATIO] = {"random_aspect_ratio", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_aspect),
+                                 0, 1e-6, 1e6, "Range [min, max] of the crop's width/height, drawn log-uniformly."},
+    [ARG_NUM_ATTEMPTS] = {"num_attempts", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(10), 0, 1.0, 1000.0,
+                          "Windows tried before falling back to a centred crop."},
+};
+
+typedef struct resize_state {
+  ladle__interp min_filter, mag_filter;
+  int antialias;
+  int rrc;
+  ladle__random_crop_params crop;
+  int rrc_w, rrc_h;
+  ladle__resize_size_params size;
+} resize_state;
+
+typedef struct sample_state {
+  double src_x, src_y, src_w, src_h;
+  int out_w, out_h;
+} sample_state;
+
+static int parse_interp(const char *text) {
+  static const char *const names[] = {"NN", "LINEAR", "CUBIC", "LANCZOS3", "TRIANGULAR", "GAUSSIAN", NULL};
+  return ladle__choice(text, names, "INTERP_");
+}
+
+static ladle_status common_init(ladle__node *n, resize_state *r) {
+  const char *interp = ladle__arg_string(n, ARG_INTERP_TYPE);
+  int base = parse_interp(interp);
+  if (base < 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'interp_type' = \"%s\" is not a filter", interp);
+  r->min_filter = r->mag_filter = (ladle__interp)base;
+  const int filter_args[2] = {ARG_MIN_FILTER, ARG_MAG_FILTER};
+  for (int k = 0; k < 2; k++) {
+    if (!ladle__arg_given(n, filter_args[k])) continue;
+    int f = parse_interp(ladle__arg_string(n, filter_args[k]));
+    if (f < 0)
+      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s' = \"%s\" is not a filter",
+                           n->def->schema.args[filter_args[k]].name, ladle__arg_string(n, filter_args[k]));
+    if (k == 0) r->min_filter = (ladle__interp)f;
+    else r->mag_filter = (ladle__interp)f;
+  }
+  r->antialias = (int)ladle__arg_int(n, NULL, ARG_ANTIALIAS);
+  if ((n->in[0].dtype != LADLE_UINT8 && n->in[0].dtype != LADLE_FLOAT32) || n->in[0].ndim != 3)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "the input must be HWC images of uint8 or float32 (got %s with %d dimensions)",
+                         ladle_dtype_name(n->in[0].dtype), n->in[0].ndim);
+  n->out[0] = n->in[0];
+  if (!n->out[0].layout[0]) strcpy(n->out[0].layout, "HWC");
+  return LADLE_OK;
+}
+
+static ladle_status resize_init(ladle__node *n) {
+  resize_state *r = calloc(1, sizeof *r);
+  if (!r) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  n->state = r;
+  ladle_status st = common_init(n, r);
+  if (st != LADLE_OK) return st;
+  return ladle__resize_size_params_init(n, &r->size, ARG_RESIZE_X, ARG_RESIZE_Y, ARG_SIZE, ARG_RESIZE_SHORTER,
+                                        ARG_RESIZE_LONGER, ARG_MODE, ARG_MAX_SIZE);
+}
+
+static ladle_status rrc_init(ladle__node *n) {
+  resize_state *r = calloc(1, sizeof *r);
+  if (!r) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  n->state = r;
+  ladle_status st = common_init(n, r);
+  if (st != LADLE_OK) return st;
+  const ladle_value *size = ladle__arg_value(n, ARG_RRC_SIZE);
+  const ladle_value *area = ladle__arg_value(n, ARG_RANDOM_AREA), *aspect = ladle__arg_value(n, ARG_RANDOM_ASPECT_RATIO);
+  if (size->count != 1 && size->count != 2)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'size' must be [height, width] or one value");
+  if (area->count != 2 || area->u.floats[0] > area->u.floats[1] || area->u.floats[1] <= 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'random_area' must be [min, max], 0 <= min <= max <= 1, max > 0");
+  if (aspect->count != 2 || aspect->u.floats[0] > aspect->u.floats[1])
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'random_aspect_ratio' must be [min, max], 0 < min <= max");
+  r->rrc = 1;
+  r->rrc_h = (int)lround(size->u.floats[0]);
+  r->rrc_w = (int)lround(size->u.floats[size->count - 1]);
+  r->crop = (ladle__random_crop_params){area->u.floats[0], area->u.floats[1], aspect->u.floats[0], aspect->u.floats[1],
+                                        (int)ladle__arg_int(n, NULL, ARG_NUM_ATTEMPTS)};
+  return LADLE_OK;
+}
+
+static void resize_fini(ladle__node *n) { free(n->state); }
+
+static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
+  const resize_state *r = n->state;
+  sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0);
+  int in_h = (int)in.shape[0], in_w = (int)in.shape[1];
+  if (in_h < 1 || in_w < 1)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "cannot resize an empty image (%dx%d)", in_w, in_h);
+  if (r->rrc) {
+    ladle__rng rng;
+    ladle__sample_rng(n, s, &rng);
+    ladle__window w = ladle__random_crop_window(&rng, in_w, in_h, &r->crop);
+    *ss = (sample_state){w.x, w.y, w.w, w.h, r->rrc_w, r->rrc_h};
+  } else {
+    ladle_status st = ladle__resize_output_size(n, s, &r->size, in_w, in_h, &ss->out_w, &ss->out_h);
+    if (st != LADLE_OK) return st;
+    *ss = (sample_state){0, 0, in_w, in_h, ss->out_w, ss->out_h};
+  }
+  int64_t shape[3] = {ss->out_h, ss->out_w, in.shape[2]};
+  ladle__set_shape(n, s, 0, shape);
+  return LADLE_OK;
+}
+
+static ladle_status resize_run(ladle__node *n, ladle__sample *s) {
+  const resize_state *r = n->state;
+  const sample_state *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
+  int in_h = (int)in.shape[0], in_w = (int)in.shape[1], c = (int)in.shape[2];
+  ladle__resize_axis ax = {0}, ay = {0};
+  ladle__interp fx = ss->src_w > ss->out_w ? r->min_filter : r->mag_filter;
+  ladle__interp fy = ss->src_h > ss->out_h ? r->min_filter : r->mag_filter;
+  void *scratch = NULL;
+  ladle_status st = ladle__resize_axis_plan(&ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
+  if (st == LADLE_OK) st = ladle__resize_axis_plan(&ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias);
+  if (st == LADLE_OK) st = ladle__scratch(n, s, ladle__resize_scratch_size(&ax, &ay, in_h, c), &scratch);
+  if (st == LADLE_OK) {
+    if (in.dtype == LADLE_UINT8)
+      ladle__resize_u8(out.data, in.data, in_h, in_w * c, c, &ax, &ay, scratch);
+    else
+      ladle__resize_f32(out.data, in.data, in_h, in_w * c, c, &ax, &ay, scratch);
+  }
+  ladle__resize_axis_free(&ax);
+  ladle__resize_axis_free(&ay);
+  return st;
+}
+
+const ladle__op_def ladle__op_resize = {
+    .schema = {"resize",
+               "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
+               "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
+               1, 1, 1, LADLE_ON_CPU, ARG_RESIZE_COUNT, resize_args},
+    .sample_state_size = sizeof(sample_state),
+    .init = resize_init,
+    .fini = resize_fini,
+    .setup = resize_setup,
+    .run = resize_run,
+};
+
+const ladle__op_def ladle__op_random_resized_crop = {
+    .schema = {"random_resized_crop",
+               "Crops a random window (random_area, random_aspect_ratio) and resizes it to `size`, in one pass.",
+               1, 1, 1, LADLE_ON_CPU, ARG_RRC_COUNT, rrc_args},
+    .sample_state_size = sizeof(sample_state),
+    .init = rrc_init,
+    .fini = resize_fini,
+    .setup = resize_setup,
+    .run = resize_run,
+};

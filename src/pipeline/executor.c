@@ -1,0 +1,250 @@
+/* The executor: one thread that prepares iterations ahead of the consumer,
+ * running each operator over the batch's samples on the worker pool, and a
+ * queue of at most prefetch_queue_depth finished iterations.
+ *
+ * An operator runs in two parallel passes over the samples: setup (output
+ * shapes), then, once each output batch has been taken from the pool in one
+ * block, run. The first failing sample (lowest slot) decides the iteration's
+ * error, so the message does not depend on thread timing either. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/pipeline.h"
+
+typedef struct pass {
+  ladle_pipeline *p;
+  ladle__node *node;
+  int64_t iteration;
+  unsigned generation;
+  int setup; /* 1: setup pass, 0: run pass */
+  pthread_mutex_t lock;
+  int failed_slot; /* lowest failing slot, or batch_size */
+  ladle_status status;
+  char error[LADLE_ERROR_MAX];
+} pass;
+
+static int abandoned(const pass *ps) {
+  return atomic_load(&ps->p->stop) || atomic_load(&ps->p->generation) != ps->generation;
+}
+
+static void run_sample(void *ctx, int slot, int worker) {
+  pass *ps = ctx;
+  ladle__node *n = ps->node;
+  ladle_pipeline *p = ps->p;
+  if (abandoned(ps)) return;
+  pthread_mutex_lock(&ps->lock);
+  int skip = ps->failed_slot < slot;
+  pthread_mutex_unlock(&ps->lock);
+  if (skip) return;
+  ladle__sample s = {slot, worker, &p->refs[slot], p->names[slot],
+                     n->sample_states ? n->sample_states + (size_t)slot * n->def->sample_state_size : NULL};
+  ladle_status st = ps->setup ? n->def->setup(n, &s) : n->def->run(n, &s);
+  if (st == LADLE_OK) return;
+  const ladle__sample_ref *r = s.ref;
+  if (s.name)
+    ladle__wrap_error(st, "sample %d of iteration %lld (record %lld, epoch %lld, \"%s\")", slot,
+                      (long long)ps->iteration, (long long)r->index, (long long)r->epoch, s.name);
+  else
+    ladle__wrap_error(st, "sample %d of iteration %lld", slot, (long long)ps->iteration);
+  pthread_mutex_lock(&ps->lock);
+  if (slot < ps->failed_slot) {
+    ps->failed_slot = slot;
+    ps->status = st;
+    snprintf(ps->error, sizeof ps->error, "%s", ladle_last_error());
+  }
+  pthread_mutex_unlock(&ps->lock);
+}
+
+static ladle_status run_pass(pass *ps) {
+  int batch = ps->p->params.batch_size;
+  ps->failed_slot = batch;
+  ps->status = LADLE_OK;
+  ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
+  if (ps->failed_slot < batch) {
+    ladle__restore_error(ps->error);
+    return ps->status;
+  }
+  return abandoned(ps) ? LADLE_ERROR_STATE : LADLE_OK;
+}
+
+/* Runs one iteration; on success out[] gets the pipeline's outputs. */
+static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
+                                  ladle_batch **out) {
+  ladle_status st = LADLE_OK;
+  int batch = p->params.batch_size;
+  pass ps = {.p = p, .iteration = iteration, .generation = generation};
+  pthread_mutex_init(&ps.lock, NULL);
+  if (p->reader) {
+    LADLE_TRY(p->reader->def->plan(p->reader, iteration, p->refs));
+    for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
+  } else {
+    for (int i = 0; i < batch; i++) {
+      p->refs[i] = (ladle__sample_ref){iteration * batch + i, 0, iteration * batch + i, 0};
+      p->names[i] = NULL;
+    }
+  }
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
+    for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
+    ps.node = n;
+    ps.setup = 1;
+    LADLE_TRY(run_pass(&ps));
+    for (int k = 0; k < n->num_outputs; k++) {
+      int ndim = n->out[k].ndim;
+      int64_t shapes[(size_t)batch * LADLE_MAX_NDIM + 1];
+      for (int s = 0; s < batch; s++)
+        memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
+               sizeof(int64_t) * ndim);
+      ladle_batch *b = NULL;
+      LADLE_TRY(ladle__batch_create(p->host_pool, p->host_pool, n->out[k].dtype, batch, ndim, shapes,
+                                    n->out[k].layout, &b));
+      p->value_batches[n->first_output + k] = n->out_batches[k] = b;
+    }
+    ps.setup = 0;
+    LADLE_TRY(run_pass(&ps));
+  }
+  for (int k = 0; k < p->num_outputs; k++) {
+    out[k] = p->value_batches[p->outputs[k]];
+    ladle_batch_retain(out[k]);
+  }
+done:
+  for (int v = 0; v < p->num_values; v++) {
+    ladle_batch_release(p->value_batches[v]);
+    p->value_batches[v] = NULL;
+  }
+  pthread_mutex_destroy(&ps.lock);
+  return st;
+}
+
+static void clear_slot(ladle_pipeline *p, ladle__ready *r) {
+  for (int k = 0; k < p->num_outputs; k++) {
+    ladle_batch_release(r->outputs[k]);
+    r->outputs[k] = NULL;
+  }
+}
+
+static void *executor_main(void *arg) {
+  ladle_pipeline *p = arg;
+  int depth = p->params.prefetch_queue_depth;
+  pthread_mutex_lock(&p->lock);
+  while (!atomic_load(&p->stop)) {
+    if (p->queue_count == depth) {
+      pthread_cond_wait(&p->space, &p->lock);
+      continue;
+    }
+    int64_t iteration = p->next_iteration++;
+    unsigned generation = atomic_load(&p->generation);
+    ladle__ready *slot = &p->queue[(p->queue_head + p->queue_count) % depth];
+    pthread_mutex_unlock(&p->lock);
+
+    ladle__clear_error();
+    ladle_status st = run_iteration(p, iteration, generation, slot->outputs);
+
+    pthread_mutex_lock(&p->lock);
+    if (atomic_load(&p->generation) != generation) { /* repositioned meanwhile: drop it */
+      if (st == LADLE_OK) clear_slot(p, slot);
+      continue;
+    }
+    slot->iteration = iteration;
+    slot->status = st;
+    snprintf(slot->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
+    p->queue_count++;
+    pthread_cond_broadcast(&p->ready);
+  }
+  pthread_mutex_unlock(&p->lock);
+  return NULL;
+}
+
+ladle_status ladle__executor_start(ladle_pipeline *p) {
+  ladle_status st = LADLE_OK;
+  int depth = p->params.prefetch_queue_depth;
+  LADLE_ALLOC(p->queue, depth);
+  for (int i = 0; i < depth; i++) {
+    LADLE_ALLOC(p->queue[i].outputs, p->num_outputs);
+    LADLE_ALLOC(p->queue[i].error, LADLE_ERROR_MAX);
+  }
+  LADLE_CHECK(pthread_create(&p->thread, NULL, executor_main, p) == 0, LADLE_ERROR_OUT_OF_MEMORY,
+              "cannot start the executor thread");
+  p->thread_started = 1;
+done:
+  return st;
+}
+
+void ladle__executor_stop(ladle_pipeline *p) {
+  if (p->thread_started) {
+    pthread_mutex_lock(&p->lock);
+    atomic_store(&p->stop, 1);
+    pthread_cond_broadcast(&p->space);
+    pthread_cond_broadcast(&p->ready);
+    pthread_mutex_unlock(&p->lock);
+    pthread_join(p->thread, NULL);
+    p->thread_started = 0;
+  }
+  if (!p->queue) return;
+  int depth = p->params.prefetch_queue_depth;
+  for (int i = 0; i < p->queue_count; i++) clear_slot(p, &p->queue[(p->queue_head + i) % depth]);
+  p->queue_count = 0;
+  for (int i = 0; i < depth; i++) {
+    free(p->queue[i].outputs);
+    free(p->queue[i].error);
+  }
+  free(p->queue);
+  p->queue = NULL;
+}
+
+ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
+  if (!p || !outputs) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  if (!p->built) {
+    ladle_status st = ladle_pipeline_build(p);
+    if (st != LADLE_OK) return st;
+  }
+  int depth = p->params.prefetch_queue_depth;
+  pthread_mutex_lock(&p->lock);
+  while (p->queue_count == 0 && !atomic_load(&p->stop)) pthread_cond_wait(&p->ready, &p->lock);
+  if (p->queue_count == 0) {
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_STATE, "the pipeline is stopping");
+  }
+  ladle__ready *slot = &p->queue[p->queue_head];
+  ladle_status st = slot->status;
+  if (st == LADLE_OK) {
+    for (int k = 0; k < p->num_outputs; k++) {
+      outputs[k] = slot->outputs[k];
+      slot->outputs[k] = NULL;
+    }
+  } else {
+    ladle__restore_error(slot->error);
+  }
+  p->queue_head = (p->queue_head + 1) % depth;
+  p->queue_count--;
+  p->delivered = slot->iteration + 1;
+  pthread_cond_broadcast(&p->space);
+  pthread_mutex_unlock(&p->lock);
+  return st;
+}
+
+ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline_position *pos) {
+  pos->iteration = p->delivered;
+  return LADLE_OK;
+}
+
+ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline_position *pos) {
+  if (pos->iteration < 0)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration must be >= 0, got %lld", (long long)pos->iteration);
+  if (!p->built) {
+    ladle_status st = ladle_pipeline_build(p);
+    if (st != LADLE_OK) return st;
+  }
+  int depth = p->params.prefetch_queue_depth;
+  pthread_mutex_lock(&p->lock);
+  atomic_fetch_add(&p->generation, 1);
+  for (int i = 0; i < p->queue_count; i++) clear_slot(p, &p->queue[(p->queue_head + i) % depth]);
+  p->queue_count = 0;
+  p->next_iteration = pos->iteration;
+  p->delivered = pos->iteration;
+  pthread_cond_broadcast(&p->space);
+  pthread_mutex_unlock(&p->lock);
+  return LADLE_OK;
+}

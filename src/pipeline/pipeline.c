@@ -1,0 +1,377 @@
+/* Building a pipeline: operators are checked against their schemas as they
+ * are added, so that a wrong argument is reported at the user's line, naming
+ * the operator and the argument. */
+#include "pipeline/pipeline.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ops/registry.h"
+
+void ladle_pipeline_params_init(ladle_pipeline_params *p) {
+  memset(p, 0, sizeof *p);
+  p->batch_size = 0;
+  p->num_threads = 4;
+  p->device_id = -1;
+  p->seed = 0;
+  p->prefetch_queue_depth = 2;
+  p->max_pixels = (int64_t)512 << 20;
+  p->host_pool_cap = (size_t)1 << 30;
+}
+
+ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pipeline **out) {
+  ladle_status st = LADLE_OK;
+  ladle_pipeline *p = NULL;
+  LADLE_CHECK(params && out, LADLE_ERROR_INVALID_ARGUMENT, "params and out must not be NULL");
+  LADLE_CHECK(params->batch_size >= 1, LADLE_ERROR_INVALID_ARGUMENT,
+              "batch_size must be at least 1, got %d", params->batch_size);
+  LADLE_CHECK(params->pool || params->num_threads >= 1, LADLE_ERROR_INVALID_ARGUMENT,
+              "num_threads must be at least 1, got %d", params->num_threads);
+  LADLE_CHECK(params->prefetch_queue_depth >= 1 && params->prefetch_queue_depth <= 64,
+              LADLE_ERROR_INVALID_ARGUMENT, "prefetch_queue_depth must be in [1, 64], got %d",
+              params->prefetch_queue_depth);
+  LADLE_ALLOC(p, 1);
+  p->params = *params;
+  p->params.cpus = NULL; /* the caller's array is not ours to keep */
+  if (params->pool) {
+    p->pool = params->pool;
+  } else {
+    LADLE_TRY(ladle_thread_pool_create(params->num_threads, params->cpus, params->num_cpus, &p->pool));
+    p->owns_pool = 1;
+  }
+  LADLE_TRY(ladle__pool_create(&ladle__host_allocator, params->host_pool_cap, &p->host_pool));
+  p->config.batch_size = params->batch_size;
+  p->config.seed = params->seed;
+  p->config.max_pixels = params->max_pixels;
+  p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->space, NULL);
+  pthread_cond_init(&p->ready, NULL);
+  *out = p;
+  return LADLE_OK;
+done:
+  if (p) {
+    if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
+    free(p);
+  }
+  return st;
+}
+
+static void free_value(ladle_value *v) {
+  switch (v->type) {
+    case LADLE_ARG_STRING: free((void *)v->u.s); break;
+    case LADLE_ARG_INTS: free((void *)v->u.ints); break;
+    case LADLE_ARG_FLOATS: free((void *)v->u.floats); break;
+    case LADLE_ARG_STRINGS:
+      for (int i = 0; i < v->count; i++) free((void *)v->u.strings[i]);
+      free((void *)v->u.strings);
+      break;
+    default: break;
+  }
+}
+
+static void node_free(ladle__node *n) {
+  if (!n) return;
+  if (n->def->fini) n->def->fini(n);
+  for (int a = 0; a < n->def->schema.num_args && n->args; a++)
+    if (n->args[a].given && n->args[a].source < 0) free_value(&n->args[a].value);
+  free(n->args);
+  free(n->name);
+  free(n->out_shapes);
+  for (int w = 0; n->scratch && w < n->config->num_workers; w++) free(n->scratch[w]);
+  free(n->scratch);
+  free(n->scratch_size);
+  free(n->sample_states);
+  free(n);
+}
+
+void ladle_pipeline_destroy(ladle_pipeline *p) {
+  if (!p) return;
+  ladle__executor_stop(p);
+  for (int i = 0; i < p->num_nodes; i++) node_free(p->nodes[i]);
+  free(p->nodes);
+  free(p->values);
+  free(p->outputs);
+  free(p->value_batches);
+  free(p->refs);
+  free(p->names);
+  if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
+  ladle__pool_release(p->host_pool);
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->space);
+  pthread_cond_destroy(&p->ready);
+  free(p);
+}
+
+/* --- argument checking ----------------------------------------------------- */
+
+static int in_range(const ladle_arg_schema *a, double x) { return a->min > a->max || (x >= a->min && x <= a->max); }
+
+/* Copies `given` into `out` as the schema's type, converting where the
+ * conversion loses nothing (an int where a float is wanted, a scalar where a
+ * list is wanted). */
+static ladle_status convert_value(const ladle_op_schema *op, const ladle_arg_schema *a,
+                                  const ladle_value *given, ladle_value *out) {
+  ladle_status st = LADLE_OK;
+  ladle_arg_type t = given->type;
+  int n = given->count;
+  int scalar = t == LADLE_ARG_INT || t == LADLE_ARG_FLOAT || t == LADLE_ARG_BOOL || t == LADLE_ARG_STRING ||
+               t == LADLE_ARG_DTYPE;
+  memset(out, 0, sizeof *out);
+  out->type = a->type;
+  out->count = 1;
+#define WRONG_TYPE()                                                                          \
+  LADLE_CHECK(0, LADLE_ERROR_INVALID_ARGUMENT, "%s: argument '%s' expects %s, got %s", op->name, \
+              a->name, ladle_arg_type_name(a->type), ladle_arg_type_name(t))
+  switch (a->type) {
+    case LADLE_ARG_INT:
+    case LADLE_ARG_BOOL:
+    case LADLE_ARG_DTYPE:
+      if (t != LADLE_ARG_INT && t != LADLE_ARG_BOOL && t != a->type) WRONG_TYPE();
+      out->u.i = given->u.i;
+      if (a->type == LADLE_ARG_BOOL)
+        LADLE_CHECK(out->u.i == 0 || out->u.i == 1, LADLE_ERROR_INVALID_ARGUMENT,
+                    "%s: argument '%s' expects a bool, got %lld", op->name, a->name, (long long)out->u.i);
+      if (a->type == LADLE_ARG_DTYPE)
+        LADLE_CHECK(out->u.i >= 0 && out->u.i < LADLE_DTYPE_COUNT, LADLE_ERROR_INVALID_ARGUMENT,
+                    "%s: argument '%s': %lld is not a data type", op->name, a->name, (long long)out->u.i);
+      LADLE_CHECK(in_range(a, (double)out->u.i), LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: argument '%s' = %lld is out of range [%g, %g]", op->name, a->name,
+                  (long long)out->u.i, a->min, a->max);
+      break;
+    case LADLE_ARG_FLOAT:
+      if (t == LADLE_ARG_FLOAT) out->u.f = given->u.f;
+      else if (t == LADLE_ARG_INT) out->u.f = (double)given->u.i;
+      else WRONG_TYPE();
+      LADLE_CHECK(in_range(a, out->u.f), LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: argument '%s' = %g is out of range [%g, %g]", op->name, a->name, out->u.f,
+                  a->min, a->max);
+      break;
+    case LADLE_ARG_STRING:
+      if (t != LADLE_ARG_STRING) WRONG_TYPE();
+      out->u.s = strdup(given->u.s ? given->u.s : "");
+      LADLE_CHECK(out->u.s, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+      break;
+    case LADLE_ARG_INTS:
+    case LADLE_ARG_FLOATS: {
+      int is_float = a->type == LADLE_ARG_FLOATS;
+      if (!(t == LADLE_ARG_INTS || t == LADLE_ARG_INT || (is_float && (t == LADLE_ARG_FLOATS || t == LADLE_ARG_FLOAT))))
+        WRONG_TYPE();
+      int count = scalar ? 1 : n;
+      out->count = count;
+      if (is_float) {
+        double *v = calloc(count ? count : 1, sizeof *v);
+        LADLE_CHECK(v, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+        out->u.floats = v;
+        for (int i = 0; i < count; i++) {
+          if (t == LADLE_ARG_FLOAT) v[i] = given->u.f;
+          else if (t == LADLE_ARG_INT) v[i] = (double)given->u.i;
+          else if (t == LADLE_ARG_FLOATS) v[i] = given->u.floats[i];
+          else v[i] = (double)given->u.ints[i];
+          LADLE_CHECK(in_range(a, v[i]), LADLE_ERROR_INVALID_ARGUMENT,
+                      "%s: argument '%s'[%d] = %g is out of range [%g, %g]", op->name, a->name, i,
+                      v[i], a->min, a->max);
+        }
+      } else {
+        int64_t *v = calloc(count ? count : 1, sizeof *v);
+        LADLE_CHECK(v, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+        out->u.ints = v;
+        for (int i = 0; i < count; i++) {
+          v[i] = t == LADLE_ARG_INT ? given->u.i : given->u.ints[i];
+          LADLE_CHECK(in_range(a, (double)v[i]), LADLE_ERROR_INVALID_ARGUMENT,
+                      "%s: argument '%s'[%d] = %lld is out of range [%g, %g]", op->name, a->name, i,
+                      (long long)v[i], a->min, a->max);
+        }
+      }
+      break;
+    }
+    case LADLE_ARG_STRINGS: {
+      if (t != LADLE_ARG_STRINGS && t != LADLE_ARG_STRING) WRONG_TYPE();
+      int count = t == LADLE_ARG_STRING ? 1 : n;
+      char **v = calloc(count ? count : 1, sizeof *v);
+      LADLE_CHECK(v, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+      out->u.strings = (const char *const *)v;
+      out->count = count;
+      for (int i = 0; i < count; i++) {
+        v[i] = strdup(t == LADLE_ARG_STRING ? given->u.s : given->u.strings[i]);
+        LADLE_CHECK(v[i], LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+      }
+      break;
+    }
+  }
+#undef WRONG_TYPE
+  return LADLE_OK;
+done:
+  free_value(out);
+  memset(out, 0, sizeof *out);
+  return st;
+}
+
+static ladle_status grow(void **array, int *cap, int need, size_t elem) {
+  if (need <= *cap) return LADLE_OK;
+  int cap2 = *cap ? *cap * 2 : 16;
+  while (cap2 < need) cap2 *= 2;
+  void *a = realloc(*array, (size_t)cap2 * elem);
+  if (!a) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  *array = a;
+  *cap = cap2;
+  return LADLE_OK;
+}
+
+static unsigned device_bit(const char *device) {
+  if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
+  if (strcasecmp(device, "gpu") == 0 || strcasecmp(device, "cuda") == 0) return LADLE_ON_GPU;
+  if (strcasecmp(device, "mixed") == 0) return LADLE_ON_MIXED;
+  return 0;
+}
+
+static const char *device_names(unsigned bits, char *buf, size_t size) {
+  snprintf(buf, size, "%s%s%s", bits & LADLE_ON_CPU ? "\"cpu\" " : "", bits & LADLE_ON_MIXED ? "\"mixed\" " : "",
+           bits & LADLE_ON_GPU ? "\"gpu\" " : "");
+  return buf;
+}
+
+ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const char *device,
+                                   const int *inputs, int num_inputs, const ladle_arg *args,
+                                   int num_args, const char *instance_name, int *first_output) {
+  ladle_status st = LADLE_OK;
+  ladle__node *n = NULL;
+  LADLE_CHECK(p && op_name && first_output, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_CHECK(!p->built, LADLE_ERROR_STATE, "the pipeline is built: operators can no longer be added");
+  const ladle__op_def *def = ladle__op_def_find(op_name);
+  LADLE_CHECK(def, LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
+  const ladle_op_schema *schema = &def->schema;
+  unsigned dev = device_bit(device);
+  char buf[64];
+  LADLE_CHECK(dev, LADLE_ERROR_INVALID_ARGUMENT, "%s: unknown device '%s' (use \"cpu\", \"mixed\" or \"gpu\")",
+              op_name, device);
+  LADLE_CHECK(dev & schema->devices, LADLE_ERROR_INVALID_ARGUMENT,
+              "%s: device '%s' is not supported; this build runs it on: %s", op_name, device,
+              device_names(schema->devices, buf, sizeof buf));
+  LADLE_CHECK(num_inputs >= schema->min_inputs && num_inputs <= schema->max_inputs && num_inputs <= LADLE_MAX_INPUTS,
+              LADLE_ERROR_INVALID_ARGUMENT, "%s: takes %d to %d inputs, got %d", op_name,
+              schema->min_inputs, schema->max_inputs, num_inputs);
+  LADLE_ALLOC(n, 1);
+  n->def = def;
+  n->device = dev;
+  n->id = p->num_nodes;
+  n->config = &p->config;
+  n->num_inputs = num_inputs;
+  n->num_outputs = schema->num_outputs;
+  if (instance_name) {
+    n->name = strdup(instance_name);
+    LADLE_CHECK(n->name, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  }
+  for (int k = 0; k < num_inputs; k++) {
+    LADLE_CHECK(inputs[k] >= 0 && inputs[k] < p->num_values, LADLE_ERROR_INVALID_ARGUMENT,
+                "%s: input %d refers to node %d, which does not exist", op_name, k, inputs[k]);
+    n->inputs[k] = inputs[k];
+  }
+  LADLE_ALLOC(n->args, schema->num_args);
+  for (int a = 0; a < schema->num_args; a++) {
+    n->args[a].source = -1;
+    n->args[a].value = schema->args[a].default_value;
+  }
+  for (int i = 0; i < num_args; i++) {
+    int a = 0;
+    while (a < schema->num_args && strcmp(schema->args[a].name, args[i].name) != 0) a++;
+    if (a == schema->num_args) {
+      char names[LADLE_ERROR_MAX / 2] = "";
+      size_t len = 0;
+      for (int k = 0; k < schema->num_args && len + 40 < sizeof names; k++)
+        len += (size_t)snprintf(names + len, sizeof names - len, "%s%s", k ? ", " : "", schema->args[k].name);
+      LADLE_CHECK(0, LADLE_ERROR_INVALID_ARGUMENT, "%s: unknown argument '%s' (arguments: %s)", op_name,
+                  args[i].name, names);
+    }
+    const ladle_arg_schema *as = &schema->args[a];
+    LADLE_CHECK(!n->args[a].given, LADLE_ERROR_INVALID_ARGUMENT, "%s: argument '%s' given twice", op_name,
+                as->name);
+    if (args[i].node >= 0) {
+      LADLE_CHECK(as->per_sample, LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: argument '%s' must be a constant, not a node", op_name, as->name);
+      LADLE_CHECK(args[i].node < p->num_values, LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: argument '%s' refers to node %d, which does not exist", op_name, as->name, args[i].node);
+      LADLE_CHECK(n->num_sources < LADLE_MAX_INPUTS, LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: too many per-sample arguments", op_name);
+      n->args[a].source = n->num_sources;
+      n->sources[n->num_sources++] = args[i].node;
+    } else {
+      LADLE_TRY(convert_value(schema, as, &args[i].value, &n->args[a].value));
+    }
+    n->args[a].given = 1;
+  }
+  for (int a = 0; a < schema->num_args; a++)
+    LADLE_CHECK(n->args[a].given || !schema->args[a].required, LADLE_ERROR_INVALID_ARGUMENT,
+                "%s: argument '%s' is required", op_name, schema->args[a].name);
+  LADLE_TRY(grow((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
+  LADLE_TRY(grow((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
+  n->first_output = p->num_values;
+  for (int k = 0; k < n->num_outputs; k++) p->values[p->num_values++] = (ladle__value_ref){p->num_nodes, k};
+  p->nodes[p->num_nodes++] = n;
+  *first_output = n->first_output;
+  return LADLE_OK;
+done:
+  node_free(n);
+  return st;
+}
+
+ladle_status ladle_pipeline_set_outputs(ladle_pipeline *p, const int *nodes, int num_nodes) {
+  if (p->built) return LADLE_FAIL(LADLE_ERROR_STATE, "the pipeline is built: outputs can no longer change");
+  if (num_nodes < 1) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "a pipeline needs at least one output");
+  for (int i = 0; i < num_nodes; i++)
+    if (nodes[i] < 0 || nodes[i] >= p->num_values)
+      return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "output %d refers to node %d, which does not exist", i, nodes[i]);
+  int *copy = malloc(sizeof *copy * (size_t)num_nodes);
+  if (!copy) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  memcpy(copy, nodes, sizeof *copy * (size_t)num_nodes);
+  free(p->outputs);
+  p->outputs = copy;
+  p->num_outputs = num_nodes;
+  return LADLE_OK;
+}
+
+int ladle_pipeline_num_outputs(const ladle_pipeline *p) { return p->num_outputs; }
+
+static const ladle__out_desc *value_desc(const ladle_pipeline *p, int value) {
+  ladle__value_ref r = p->values[value];
+  return &p->nodes[r.node]->out[r.output];
+}
+
+ladle_status ladle_pipeline_build(ladle_pipeline *p) {
+  ladle_status st = LADLE_OK;
+  if (p->built) return LADLE_OK;
+  LADLE_CHECK(p->num_outputs > 0, LADLE_ERROR_STATE, "no outputs were set");
+  int batch = p->params.batch_size;
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    for (int k = 0; k < n->num_inputs; k++) n->in[k] = *value_desc(p, n->inputs[k]);
+    LADLE_TRY(n->def->init(n));
+    LADLE_ALLOC(n->out_shapes, (size_t)batch * n->num_outputs * LADLE_MAX_NDIM);
+    LADLE_ALLOC(n->scratch, p->config.num_workers);
+    LADLE_ALLOC(n->scratch_size, p->config.num_workers);
+    if (n->def->sample_state_size) LADLE_ALLOC(n->sample_states, (size_t)batch * n->def->sample_state_size);
+    if (n->def->plan && !p->reader) p->reader = n;
+  }
+  LADLE_ALLOC(p->value_batches, p->num_values);
+  LADLE_ALLOC(p->refs, batch);
+  LADLE_ALLOC(p->names, batch);
+  LADLE_TRY(ladle__executor_start(p));
+  p->built = 1;
+  return LADLE_OK;
+done:
+  return st;
+}
+
+ladle_status ladle_pipeline_reader_meta(ladle_pipeline *p, const char *reader_name, ladle_reader_meta *meta) {
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    if (n->def->reader_meta && n->name && reader_name && strcmp(n->name, reader_name) == 0) {
+      if (!p->built) return LADLE_FAIL(LADLE_ERROR_STATE, "build the pipeline first");
+      return n->def->reader_meta(n, meta);
+    }
+  }
+  return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "no reader named '%s' in the pipeline",
+                    reader_name ? reader_name : "(null)");
+}

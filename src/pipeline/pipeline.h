@@ -1,0 +1,67 @@
+/* The pipeline: its graph of nodes and values, and the executor that runs
+ * iterations ahead of the consumer. */
+#ifndef LADLE_PIPELINE_PIPELINE_H
+#define LADLE_PIPELINE_PIPELINE_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "core/threads.h"
+#include "ops/op.h"
+
+/* A value: output `output` of node `node`. */
+typedef struct ladle__value_ref {
+  int node, output;
+} ladle__value_ref;
+
+/* One finished iteration waiting for the consumer. */
+typedef struct ladle__ready {
+  int64_t iteration;
+  ladle_status status;
+  char *error;           /* LADLE_ERROR_MAX bytes, owned by the queue slot */
+  ladle_batch **outputs; /* num_outputs */
+} ladle__ready;
+
+struct ladle_pipeline {
+  ladle_pipeline_params params;
+  ladle__pipeline_config config;
+
+  /* The graph. Nodes are kept in the order added, which is topological:
+   * inputs must exist before an operator that reads them. */
+  ladle__node **nodes;
+  int num_nodes, cap_nodes;
+  ladle__value_ref *values;
+  int num_values, cap_values;
+  int *outputs;
+  int num_outputs;
+  int built;
+  ladle__node *reader; /* the first reader: its plan gives every iteration's samples */
+
+  /* Resources. */
+  ladle_thread_pool *pool;
+  int owns_pool;
+  ladle__pool *host_pool;
+
+  /* The executor's per-iteration scratch (used by the executor thread only). */
+  ladle_batch **value_batches; /* num_values */
+  ladle__sample_ref *refs;     /* batch_size */
+  const char **names;          /* batch_size */
+
+  /* Executor thread and the queue of finished iterations. */
+  pthread_t thread;
+  int thread_started;
+  pthread_mutex_t lock;
+  pthread_cond_t space, ready;
+  ladle__ready *queue; /* prefetch_queue_depth slots, a ring */
+  int queue_head, queue_count;
+  int64_t next_iteration;      /* the next one the executor prepares */
+  int64_t delivered;           /* iterations handed out by run() */
+  atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
+  atomic_int stop;
+};
+
+/* Starts and stops the executor thread (executor.c). */
+ladle_status ladle__executor_start(ladle_pipeline *p);
+void ladle__executor_stop(ladle_pipeline *p);
+
+#endif

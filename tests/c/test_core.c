@@ -1,0 +1,169 @@
+/* Core: status table, errors, the RNG, memory pools, the thread pool, batches. */
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "core/batch.h"
+#include "core/error.h"
+#include "core/rng.h"
+#include "core/threads.h"
+#include "test.h"
+
+static void test_status_and_errors(void) {
+  CHECK(strcmp(ladle_status_name(LADLE_ERROR_IO), "LADLE_ERROR_IO") == 0);
+  CHECK(strcmp(ladle_status_name((ladle_status)999), "LADLE_UNKNOWN_STATUS") == 0);
+  CHECK(strlen(ladle_status_description(LADLE_ERROR_CORRUPT_DATA)) > 0);
+  ladle__clear_error();
+  CHECK(ladle_last_error()[0] == '\0');
+  CHECK(LADLE_FAIL(LADLE_ERROR_IO, "cannot open %s", "x.jpg") == LADLE_ERROR_IO);
+  CHECK(strcmp(ladle_last_error(), "test_status_and_errors: cannot open x.jpg") == 0);
+  ladle__wrap_error(LADLE_ERROR_IO, "sample %d", 3);
+  CHECK(strcmp(ladle_last_error(), "sample 3: test_status_and_errors: cannot open x.jpg") == 0);
+  char long_text[3000];
+  memset(long_text, 'a', sizeof long_text - 1);
+  long_text[sizeof long_text - 1] = 0;
+  LADLE_FAIL(LADLE_ERROR_IO, "%s", long_text);
+  ladle__wrap_error(LADLE_ERROR_IO, "%s", long_text); /* truncates, never overflows */
+  CHECK(strlen(ladle_last_error()) == LADLE_ERROR_MAX - 1);
+  CHECK(ladle_version_number() == LADLE_VERSION_NUMBER);
+  CHECK(strstr(ladle_build_info(), "\"version\"") != NULL);
+}
+
+/* Philox4x32-10 known-answer test (Random123's kat_vectors). */
+static void test_philox_known_answer(void) {
+  uint32_t ctr[4] = {0, 0, 0, 0}, key[2] = {0, 0}, out[4];
+  ladle__philox_block(ctr, key, out);
+  CHECK(out[0] == 0x6627e8d5u && out[1] == 0xe169c58du && out[2] == 0xbc57ac4cu && out[3] == 0x9b00dbd8u);
+  uint32_t ctr2[4] = {0xffffffffu, 0xffffffffu, 0xffffffffu, 0xffffffffu}, key2[2] = {0xffffffffu, 0xffffffffu};
+  ladle__philox_block(ctr2, key2, out);
+  CHECK(out[0] == 0x408f276du && out[1] == 0x41c83b0eu && out[2] == 0xa20bc7c6u && out[3] == 0x6d5451fdu);
+}
+
+static void test_rng_streams(void) {
+  ladle__rng a, b;
+  ladle__rng_init(&a, 42, 1, 0, 7);
+  ladle__rng_init(&b, 42, 1, 0, 7);
+  int same = 1;
+  for (int i = 0; i < 100; i++) same &= ladle__rng_u32(&a) == ladle__rng_u32(&b);
+  CHECK(same);
+  /* Any change of seed, op, epoch or sample gives another stream. */
+  const uint64_t keys[4][4] = {{43, 1, 0, 7}, {42, 2, 0, 7}, {42, 1, 1, 7}, {42, 1, 0, 8}};
+  ladle__rng_init(&a, 42, 1, 0, 7);
+  uint32_t first = ladle__rng_u32(&a);
+  for (int k = 0; k < 4; k++) {
+    ladle__rng_init(&b, keys[k][0], keys[k][1], keys[k][2], keys[k][3]);
+    CHECK(ladle__rng_u32(&b) != first);
+  }
+  /* uniform in [0,1) with the right mean; below(n) unbiased over 6 buckets. */
+  double sum = 0;
+  int counts[6] = {0};
+  ladle__rng_init(&a, 1, 2, 3, 4);
+  for (int i = 0; i < 60000; i++) {
+    double u = ladle__rng_uniform(&a);
+    CHECK(u >= 0 && u < 1);
+    sum += u;
+    counts[ladle__rng_below(&a, 6)]++;
+  }
+  CHECK(fabs(sum / 60000 - 0.5) < 0.01);
+  for (int k = 0; k < 6; k++) CHECK(abs(counts[k] - 10000) < 500);
+}
+
+static void test_pool_reuse(void) {
+  ladle__pool *pool = NULL;
+  CHECK_OK(ladle__pool_create(&ladle__host_allocator, 1 << 20, &pool));
+  ladle__block *a = NULL, *b = NULL;
+  CHECK_OK(ladle__pool_alloc(pool, 1000, &a));
+  CHECK(a->size >= 1000 && a->size <= 1250);
+  CHECK(((uintptr_t)a->data & 63) == 0);
+  memset(a->data, 1, 1000);
+  void *first = a->data;
+  ladle__pool_free(pool, a);
+  CHECK_OK(ladle__pool_alloc(pool, 990, &b)); /* same class: reused */
+  CHECK(b->data == first);
+  ladle__pool_stats stats;
+  ladle__pool_get_stats(pool, &stats);
+  CHECK(stats.system_allocs == 1 && stats.reuses == 1);
+  ladle__pool_free(pool, b);
+  /* Beyond the idle cap, blocks go back to the system. */
+  ladle__block *big = NULL;
+  CHECK_OK(ladle__pool_alloc(pool, 4 << 20, &big));
+  ladle__pool_free(pool, big);
+  ladle__pool_get_stats(pool, &stats);
+  CHECK(stats.idle_bytes <= (1 << 20) && stats.live_bytes == 0);
+  /* Class sizes never waste more than a quarter. */
+  for (size_t size = 1; size < (64u << 20); size = size * 3 / 2 + 1) {
+    ladle__block *blk = NULL;
+    CHECK_OK(ladle__pool_alloc(pool, size, &blk));
+    CHECK(blk->size >= size && (size < 256 || blk->size <= size + size / 4 + 1));
+    ladle__pool_free(pool, blk);
+  }
+  ladle__pool_release(pool);
+}
+
+typedef struct {
+  atomic_int hits[1000];
+  atomic_int max_worker;
+} loop_ctx;
+
+static void count_item(void *p, int item, int worker) {
+  loop_ctx *ctx = p;
+  atomic_fetch_add(&ctx->hits[item], 1);
+  int m = atomic_load(&ctx->max_worker);
+  while (worker > m && !atomic_compare_exchange_weak(&ctx->max_worker, &m, worker)) {}
+}
+
+static void test_thread_pool(void) {
+  ladle_thread_pool *pool = NULL;
+  CHECK(ladle_thread_pool_create(0, NULL, 0, &pool) == LADLE_ERROR_INVALID_ARGUMENT);
+  int cpus[1] = {0};
+  CHECK_OK(ladle_thread_pool_create(3, cpus, 1, &pool));
+  CHECK(ladle_thread_pool_num_threads(pool) == 3);
+  static loop_ctx ctx;
+  for (int round = 0; round < 20; round++) ladle__parallel_for(pool, 1000, count_item, &ctx);
+  int all = 1;
+  for (int i = 0; i < 1000; i++) all &= atomic_load(&ctx.hits[i]) == 20;
+  CHECK(all);
+  CHECK(atomic_load(&ctx.max_worker) <= 2);
+  ladle_thread_pool_destroy(pool);
+  ladle_thread_pool_destroy(NULL);
+
+  int list[16];
+  CHECK(ladle__parse_cpu_list("0,2,4-6", list, 16) == 5 && list[4] == 6);
+  CHECK(ladle__parse_cpu_list("1-x", list, 16) == -1);
+  CHECK(ladle__parse_cpu_list("3-1", list, 16) == -1);
+}
+
+static void test_batches(void) {
+  int64_t shapes[6] = {2, 3, 3, 2, 3, 3};
+  uint8_t data[36];
+  for (int i = 0; i < 36; i++) data[i] = (uint8_t)i;
+  ladle_batch *b = NULL;
+  CHECK_OK(ladle_batch_create_cpu(LADLE_UINT8, 2, 3, shapes, "HWC", data, &b));
+  CHECK(ladle_batch_num_samples(b) == 2 && ladle_batch_ndim(b) == 3 && ladle_batch_is_dense(b));
+  CHECK(strcmp(ladle_batch_layout(b), "HWC") == 0);
+  CHECK((uint8_t *)ladle_batch_data(b, 1) - (uint8_t *)ladle_batch_data(b, 0) == 18);
+  CHECK(((uint8_t *)ladle_batch_data(b, 1))[0] == 18);
+  CHECK(ladle_batch_data(b, 2) == NULL && ladle_batch_shape(b, -1) == NULL);
+  CHECK(ladle_batch_wait(b, NULL) == LADLE_OK);
+  ladle_batch_retain(b);
+  ladle_batch_release(b);
+  ladle_batch_release(b);
+  int64_t ragged[4] = {2, 2, 3, 1};
+  CHECK_OK(ladle_batch_create_cpu(LADLE_FLOAT32, 2, 2, ragged, NULL, NULL, &b));
+  CHECK(!ladle_batch_is_dense(b));
+  CHECK((uint8_t *)ladle_batch_data(b, 1) - (uint8_t *)ladle_batch_data(b, 0) == 16);
+  ladle_batch_release(b);
+  ladle_batch_release(NULL);
+  CHECK(ladle_batch_create_cpu((ladle_dtype)77, 1, 1, ragged, NULL, NULL, &b) == LADLE_ERROR_INVALID_ARGUMENT);
+  CHECK(ladle_dtype_size(LADLE_FLOAT16) == 2 && strcmp(ladle_dtype_name(LADLE_INT64), "int64") == 0);
+}
+
+int main(void) {
+  RUN(test_status_and_errors);
+  RUN(test_philox_known_answer);
+  RUN(test_rng_streams);
+  RUN(test_pool_reuse);
+  RUN(test_thread_pool);
+  RUN(test_batches);
+  TEST_MAIN_END();
+}

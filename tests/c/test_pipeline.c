@@ -1,0 +1,208 @@
+/* Pipelines through the public API: building, argument checking, running,
+ * determinism across thread counts and prefetch depths, repositioning,
+ * destroying with work in flight, and no allocation once warm. */
+#include <string.h>
+#include <unistd.h>
+
+#include "ladle/ladle.h"
+#include "pipeline/pipeline.h"
+#include "test.h"
+
+static ladle_arg float_arg(const char *name, double f) {
+  ladle_arg a = {name, {LADLE_ARG_FLOAT, 1, {.f = f}}, -1};
+  return a;
+}
+
+/* coin_flip(probability=p) and uniform(range=[0, 10]) with the given settings. */
+static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64_t seed) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = batch;
+  params.num_threads = threads;
+  params.prefetch_queue_depth = depth;
+  params.seed = seed;
+  ladle_pipeline *p = NULL;
+  if (ladle_pipeline_create(&params, &p) != LADLE_OK) return NULL;
+  int coin = -1, uni = -1;
+  ladle_arg prob = float_arg("probability", 0.3);
+  double range[2] = {0, 10};
+  ladle_arg r = {"range", {LADLE_ARG_FLOATS, 2, {.floats = range}}, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "random.coin_flip", "cpu", NULL, 0, &prob, 1, NULL, &coin));
+  CHECK_OK(ladle_pipeline_add_op(p, "random.uniform", "cpu", NULL, 0, &r, 1, NULL, &uni));
+  int outs[2] = {coin, uni};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
+  return p;
+}
+
+/* Runs `iters` iterations and appends every output byte to buf. */
+static size_t collect(ladle_pipeline *p, int iters, uint8_t *buf) {
+  size_t len = 0;
+  for (int i = 0; i < iters; i++) {
+    ladle_batch *out[2] = {NULL, NULL};
+    CHECK_OK(ladle_pipeline_run(p, out));
+    for (int k = 0; k < 2; k++) {
+      if (!out[k]) continue;
+      size_t bytes = (size_t)ladle_batch_num_samples(out[k]) * ladle_dtype_size(ladle_batch_dtype(out[k]));
+      memcpy(buf + len, ladle_batch_data(out[k], 0), bytes);
+      len += bytes;
+      ladle_batch_release(out[k]);
+    }
+  }
+  return len;
+}
+
+static void test_random_ops_and_determinism(void) {
+  static uint8_t ref[1 << 16], other[1 << 16];
+  ladle_pipeline *p = random_pipeline(16, 1, 1, 7);
+  size_t n = collect(p, 20, ref);
+  CHECK(n == 20 * 16 * 8);
+  /* coin flips are 0/1 with roughly the requested rate; uniform within range */
+  int ones = 0, in_range = 1;
+  for (int i = 0; i < 20; i++) {
+    const int32_t *coins = (const int32_t *)(ref + i * 128);
+    const float *u = (const float *)(ref + i * 128 + 64);
+    for (int k = 0; k < 16; k++) {
+      ones += coins[k];
+      in_range &= (coins[k] == 0 || coins[k] == 1) && u[k] >= 0 && u[k] < 10;
+    }
+  }
+  CHECK(in_range);
+  CHECK(ones > 60 && ones < 135); /* 320 flips at p = 0.3: mean 96, sd 8.2 */
+  ladle_pipeline_destroy(p);
+
+  const int settings[4][2] = {{4, 1}, {1, 3}, {4, 3}, {3, 2}};
+  for (int s = 0; s < 4; s++) {
+    p = random_pipeline(16, settings[s][0], settings[s][1], 7);
+    CHECK(collect(p, 20, other) == n && memcmp(ref, other, n) == 0);
+    ladle_pipeline_destroy(p);
+  }
+  p = random_pipeline(16, 2, 2, 8); /* another seed: other numbers */
+  CHECK(collect(p, 20, other) == n && memcmp(ref, other, n) != 0);
+  ladle_pipeline_destroy(p);
+}
+
+static void test_set_position(void) {
+  static uint8_t ref[1 << 16], other[1 << 16];
+  ladle_pipeline *p = random_pipeline(8, 2, 3, 1);
+  size_t n = collect(p, 10, ref);
+  ladle_pipeline_position pos;
+  CHECK_OK(ladle_pipeline_get_position(p, &pos));
+  CHECK(pos.iteration == 10);
+  pos.iteration = 4;
+  CHECK_OK(ladle_pipeline_set_position(p, &pos));
+  size_t m = collect(p, 6, other);
+  CHECK(m == n - 4 * 64 && memcmp(other, ref + 4 * 64, m) == 0);
+  ladle_pipeline_destroy(p);
+  /* A fresh pipeline moved to iteration 7 yields iteration 7 first. */
+  p = random_pipeline(8, 1, 2, 1);
+  pos.iteration = 7;
+  CHECK_OK(ladle_pipeline_set_position(p, &pos));
+  m = collect(p, 3, other);
+  CHECK(memcmp(other, ref + 7 * 64, m) == 0);
+  ladle_pipeline_destroy(p);
+}
+
+static void expect_add_error(const char *op, const ladle_arg *args, int num_args, const char *needle) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 2;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  int out = -1;
+  ladle_status st = ladle_pipeline_add_op(p, op, "cpu", NULL, 0, args, num_args, NULL, &out);
+  CHECK(st == LADLE_ERROR_INVALID_ARGUMENT);
+  if (!strstr(ladle_last_error(), needle)) {
+    test_failures++;
+    fprintf(stderr, "message \"%s\" lacks \"%s\"\n", ladle_last_error(), needle);
+  }
+  ladle_pipeline_destroy(p);
+}
+
+static void test_argument_errors(void) {
+  expect_add_error("random.no_such_op", NULL, 0, "unknown operator 'random.no_such_op'");
+  ladle_arg unknown = float_arg("probabilty", 0.5);
+  expect_add_error("random.coin_flip", &unknown, 1, "random.coin_flip: unknown argument 'probabilty'");
+  ladle_arg range = float_arg("probability", 1.5);
+  expect_add_error("random.coin_flip", &range, 1, "'probability' = 1.5 is out of range [0, 1]");
+  ladle_arg wrong = {"probability", {LADLE_ARG_STRING, 1, {.s = "half"}}, -1};
+  expect_add_error("random.coin_flip", &wrong, 1, "'probability' expects float, got str");
+  expect_add_error("cast", NULL, 0, "takes 1 to 1 inputs");
+  ladle_arg constant_only = {"range", {LADLE_ARG_FLOAT, 1, {.f = 0}}, 0};
+  expect_add_error("random.uniform", &constant_only, 1, "'range' must be a constant, not a node");
+  ladle_arg dangling = {"probability", {LADLE_ARG_FLOAT, 1, {.f = 0}}, 3};
+  expect_add_error("random.coin_flip", &dangling, 1, "refers to node 3, which does not exist");
+
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  ladle_pipeline *p = NULL;
+  CHECK(ladle_pipeline_create(&params, &p) == LADLE_ERROR_INVALID_ARGUMENT); /* batch_size 0 */
+  CHECK(strstr(ladle_last_error(), "batch_size") != NULL);
+  params.batch_size = 1;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  CHECK(ladle_pipeline_build(p) == LADLE_ERROR_STATE); /* no outputs */
+  int bad = 5;
+  CHECK(ladle_pipeline_set_outputs(p, &bad, 1) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle_pipeline_destroy(p);
+  ladle_pipeline_destroy(NULL);
+}
+
+static void test_destroy_in_flight_and_shared_pool(void) {
+  ladle_thread_pool *pool = NULL;
+  CHECK_OK(ladle_thread_pool_create(2, NULL, 0, &pool));
+  for (int round = 0; round < 20; round++) {
+    ladle_pipeline_params params;
+    ladle_pipeline_params_init(&params);
+    params.batch_size = 64;
+    params.prefetch_queue_depth = 4;
+    params.pool = pool;
+    ladle_pipeline *a = NULL, *b = NULL;
+    CHECK_OK(ladle_pipeline_create(&params, &a));
+    CHECK_OK(ladle_pipeline_create(&params, &b));
+    int coin = -1;
+    CHECK_OK(ladle_pipeline_add_op(a, "random.coin_flip", "cpu", NULL, 0, NULL, 0, NULL, &coin));
+    CHECK_OK(ladle_pipeline_add_op(b, "random.coin_flip", "cpu", NULL, 0, NULL, 0, NULL, &coin));
+    CHECK_OK(ladle_pipeline_set_outputs(a, &coin, 1));
+    CHECK_OK(ladle_pipeline_set_outputs(b, &coin, 1));
+    ladle_batch *held = NULL;
+    CHECK_OK(ladle_pipeline_run(a, &held));
+    if (round % 2) CHECK_OK(ladle_pipeline_build(b)); /* b prefetches, never consumed */
+    ladle_pipeline_destroy(a); /* with iterations in flight */
+    ladle_pipeline_destroy(b);
+    /* The batch outlives its pipeline. */
+    CHECK(ladle_batch_num_samples(held) == 64);
+    int32_t v = *(int32_t *)ladle_batch_data(held, 63);
+    CHECK(v == 0 || v == 1);
+    ladle_batch_release(held);
+  }
+  ladle_thread_pool_destroy(pool);
+}
+
+static void test_no_allocation_when_warm(void) {
+  ladle_pipeline *p = random_pipeline(32, 2, 2, 3);
+  static uint8_t buf[1 << 20];
+  /* Warm up at the peak of iterations alive at once: a slow consumer lets
+   * the queue fill while it holds a batch. */
+  for (int i = 0; i < 10; i++) {
+    collect(p, 1, buf);
+    usleep(3000);
+  }
+  ladle__pool_stats before, after;
+  ladle__pool_get_stats(p->host_pool, &before);
+  collect(p, 50, buf);
+  ladle__pool_get_stats(p->host_pool, &after);
+  CHECK(after.system_allocs == before.system_allocs);
+  if (after.system_allocs != before.system_allocs)
+    fprintf(stderr, "allocs %llu -> %llu, reuses %llu -> %llu\n", (unsigned long long)before.system_allocs,
+            (unsigned long long)after.system_allocs, (unsigned long long)before.reuses, (unsigned long long)after.reuses);
+  CHECK(after.reuses > before.reuses);
+  ladle_pipeline_destroy(p);
+}
+
+int main(void) {
+  RUN(test_random_ops_and_determinism);
+  RUN(test_set_position);
+  RUN(test_argument_errors);
+  RUN(test_destroy_in_flight_and_shared_pool);
+  RUN(test_no_allocation_when_warm);
+  TEST_MAIN_END();
+}
