@@ -9,6 +9,7 @@
 #include "ops/op.h"
 #include "ops/random_crop.h"
 #include "ops/resize_params.h"
+#include "pipeline/plan.h"
 
 enum {
   ARG_INTERP_TYPE, ARG_ANTIALIAS, ARG_MIN_FILTER, ARG_MAG_FILTER, ARG_COMMON_COUNT,
@@ -143,6 +144,25 @@ static ladle_status rrc_init(ladle__node *n) {
 }
 
 static void resize_fini(ladle__node *n) { free(n->state); }
+
+int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
+  const resize_state *r = n->state;
+  if (r->rrc || r->size.max_w > 0 || r->size.max_h > 0) return 0;
+  if (r->size.mode != LADLE__RESIZE_DEFAULT && r->size.mode != LADLE__RESIZE_STRETCH) return 0;
+  double w = 0, h = 0;
+  if (ladle__arg_given(n, ARG_SIZE)) {
+    const ladle_value *v = ladle__arg_value(n, ARG_SIZE);
+    h = v->u.floats[0];
+    w = v->u.floats[v->count - 1];
+  } else if (n->args[ARG_RESIZE_X].source < 0 && n->args[ARG_RESIZE_Y].source < 0) {
+    w = ladle__arg_float(n, NULL, ARG_RESIZE_X);
+    h = ladle__arg_float(n, NULL, ARG_RESIZE_Y);
+  }
+  if (w < 1 || h < 1) return 0;
+  *width = (int)lround(w);
+  *height = (int)lround(h);
+  return 1;
+}
 
 static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
   const resize_state *r = n->state;

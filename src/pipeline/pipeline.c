@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "ops/registry.h"
+#include "pipeline/plan.h"
 
 void ladle_pipeline_params_init(ladle_pipeline_params *p) {
   memset(p, 0, sizeof *p);
@@ -354,6 +355,7 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
     if (n->def->sample_state_size) LADLE_ALLOC(n->sample_states, (size_t)batch * n->def->sample_state_size);
     if (n->def->plan && !p->reader) p->reader = n;
   }
+  ladle__plan_graph(p);
   LADLE_ALLOC(p->value_batches, p->num_values);
   LADLE_ALLOC(p->refs, batch);
   LADLE_ALLOC(p->names, batch);

@@ -1,0 +1,82 @@
+/* CPU reference kernels for crop, flip, crop_mirror_normalize (crop + mirror +
+ * normalize + cast + layout in one pass) and elementwise type conversion. */
+#ifndef LADLE_OPS_KERNELS_NORMALIZE_H
+#define LADLE_OPS_KERNELS_NORMALIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladle/ladle.h"
+
+/*
+ * DALI's crop_mirror_normalize on one HWC uint8 image.
+ *
+ * Output: h x w pixels of C = channels + pad_output channels, element type
+ * `dtype` (LADLE_FLOAT32, LADLE_FLOAT16, LADLE_UINT8, LADLE_INT32 or
+ * LADLE_INT64), laid out CHW (planes of h*w) or HWC (packed), densely.
+ *
+ * Output pixel (x, y) comes from input pixel
+ *     sx = mirror ? x0 + w - 1 - x : x0 + x,     sy = y0 + y
+ * i.e. mirroring flips the window about its own centre. When (sx, sy) lies
+ * outside the input, channel c is fill[c] as it is, in output units (DALI's
+ * fill_values: not normalized), converted to dtype like any other value.
+ * Otherwise, with mul[c] = inv_std[c] * scale computed once in float:
+ *     v = ((float)in - mean[c]) * mul[c] + shift
+ * (three rounded float operations in this order, no fused multiply-add),
+ * then stored as:
+ *     FLOAT32  v
+ *     FLOAT16  ladle__f32_to_f16(v): round to nearest even, inf on overflow
+ *     UINT8    ladle__f32_to_u8(v): saturate to 0..255 (NaN -> 0), round to
+ *              nearest even
+ *     INT32/64 round to nearest even, saturate (NaN -> 0), as ladle__convert.
+ * The padding channel (pad_output) is 0 everywhere.
+ *
+ * Since the input is uint8, the kernel precomputes the 256 possible outputs
+ * per channel with exactly that formula and copies from the table: the result
+ * is bit-identical to evaluating the formula per pixel.
+ *
+ * Preconditions (not checked here; the operator validates): 1 <= channels <= 4,
+ * channels + pad_output <= 4, w >= 1, h >= 1, dtype one of the five above,
+ * in_stride >= in_w * channels.
+ */
+typedef struct ladle__cmn_params {
+  int x0, y0, w, h;
+  int mirror;
+  int channels; /* input channels */
+  float mean[4], inv_std[4];
+  float scale, shift;
+  float fill[4];
+  ladle_dtype dtype;
+  int chw;        /* 1: CHW, 0: HWC */
+  int pad_output; /* 1: one more output channel, always 0 */
+} ladle__cmn_params;
+
+void ladle__crop_mirror_normalize(void *out, const uint8_t *in, int in_h, int in_w, int in_stride,
+                                  const ladle__cmn_params *p);
+
+/*
+ * Copies the window (x0, y0, w, h) of a packed HWC image (in_h x in_w pixels
+ * of `channels` elements of elem_size bytes) into `out` (h x w pixels,
+ * packed), flipping it horizontally (flip_x) and/or vertically (flip_y)
+ * within the window: output (x, y) takes input
+ *     (flip_x ? x0 + w - 1 - x : x0 + x,  flip_y ? y0 + h - 1 - y : y0 + y).
+ * Every byte of an output pixel whose source is outside the input is `fill`.
+ */
+void ladle__crop_flip_hwc(void *out, const void *in, int in_h, int in_w, int channels,
+                          size_t elem_size, int x0, int y0, int w, int h, int flip_x, int flip_y,
+                          uint8_t fill);
+
+/*
+ * Converts n elements between any two of uint8, int32, int64, float32,
+ * float16 (same type: a copy). Rules:
+ *   float32/float16 -> integer: round to nearest, ties to even, then saturate
+ *                     to the type's range; NaN -> 0.
+ *   integer -> narrower integer: saturate.
+ *   integer -> float32: nearest float (ties to even); -> float16: nearest half,
+ *                     +-inf beyond +-65504 (rounding boundary 65520).
+ *   float32 -> float16: ladle__f32_to_f16; float16 -> float32: exact.
+ * out and in must not overlap (unless equal with equal types).
+ */
+void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t n);
+
+#endif

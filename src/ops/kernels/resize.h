@@ -1,0 +1,131 @@
+/* Separable image resampling (resize, and crop+resize in one pass) on the CPU:
+ * filter-weight tables per axis, which the CUDA kernels upload and reuse, and
+ * the reference HWC kernels that apply them. */
+#ifndef LADLE_OPS_KERNELS_RESIZE_H
+#define LADLE_OPS_KERNELS_RESIZE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladle/ladle.h"
+
+typedef enum ladle__interp {
+  LADLE__INTERP_NN = 0,     /* nearest neighbour; never antialiased */
+  LADLE__INTERP_LINEAR,     /* triangle, support 1 (bilinear); widened when antialiased */
+  LADLE__INTERP_CUBIC,      /* Keys cubic, a = -0.5, support 2 (PIL's BICUBIC) */
+  LADLE__INTERP_LANCZOS3,   /* sinc(x) * sinc(x/3), support 3 (PIL's LANCZOS) */
+  LADLE__INTERP_TRIANGULAR, /* LINEAR, always antialiased (whatever `antialias` says) */
+  LADLE__INTERP_GAUSSIAN    /* exp(-(2x/r)^2), r = max(1, scale) when antialiased */
+} ladle__interp;
+
+/*
+ * The filter of one axis, as plain arrays (a GPU kernel uploads them as they are).
+ *
+ * Output pixel i is
+ *     sum over k = 0 .. taps-1 of  weights[i*taps + k] * in[start[i] + k]
+ * Every index read is inside the input: 0 <= start[i] and start[i] + taps <= in_size,
+ * so a kernel never clamps. Where the filter of pixel i is shorter than `taps`
+ * (near a border, or because `taps` is the widest filter of the axis), the
+ * extra weights are 0. The weights of each pixel sum to 1 (within float rounding).
+ *
+ * Borders (the same rule as PIL's resampling): the filter is cut off where it
+ * leaves the input, and the remaining weights are renormalised to sum to 1.
+ * For LINEAR this equals replicating the border pixel; for CUBIC and LANCZOS3
+ * it is PIL's behaviour, not a replicated border. An output pixel whose whole
+ * filter falls outside the input (a source window far outside the image)
+ * takes the nearest input pixel.
+ *
+ * The source window may extend past the region the caller thinks of as "the
+ * crop": like PIL's `box` and DALI's `roi`, the filter reads the input pixels
+ * around the window (up to the filter's support), not a copy of the window's
+ * edge pixels.
+ *
+ * in_lo .. in_hi-1 is the span of input pixels that any output pixel reads
+ * (min start, max start + taps).
+ */
+typedef struct ladle__resize_axis {
+  int out_size, taps;
+  int32_t *start;  /* out_size entries */
+  float *weights;  /* out_size * taps entries */
+  int in_size;     /* the input size the table was planned for */
+  int in_lo, in_hi;
+} ladle__resize_axis;
+
+/*
+ * Plans one axis. The source window [src_lo, src_lo + src_len), in input
+ * pixels (fractional values allowed, the window may reach outside the input),
+ * of an input of in_size pixels is mapped onto out_size output pixels.
+ * Pixel centres are at +0.5: output pixel i samples around
+ *     center = src_lo + (i + 0.5) * scale,   scale = src_len / out_size,
+ * and input pixel x sits at x + 0.5.
+ *
+ * Filters (f is the filter, s its support, d = x + 0.5 - center):
+ *   weight of input pixel x = f(d / fs), with fs = max(1, scale) when
+ *   antialiasing (LINEAR/CUBIC/LANCZOS3/GAUSSIAN with antialias, TRIANGULAR
+ *   always), else fs = 1. The pixels considered are, as in PIL,
+ *       floor(center - R + 0.5) <= x < floor(center + R + 0.5),  R = s * fs
+ *   (GAUSSIAN: R = floor(fs + 0.4) + 0.5, DALI's window), cut to [0, in_size).
+ *   Weights are computed in double, divided by their sum, rounded to float,
+ *   and the float rounding residual is added to the largest weight. Zero
+ *   weights at both ends are trimmed before `taps` (the widest filter of the
+ *   axis) is chosen; an identity resize has taps = 1 and weight 1.
+ *   LINEAR without antialias is classic bilinear interpolation (2 taps);
+ *   antialiased, it is PIL's BILINEAR (a 2x downscale is [1 3 3 1] / 8, not
+ *   a 2x2 box). CUBIC and LANCZOS3 match PIL's BICUBIC and LANCZOS.
+ *   NN: start[i] = clamp(floor(center), 0, in_size - 1), taps = 1 (DALI's NN).
+ *
+ * Requires in_size >= 1, out_size >= 1, src_len > 0 and finite src_lo;
+ * otherwise fails with LADLE_ERROR_INVALID_ARGUMENT. Fails with
+ * LADLE_ERROR_OUT_OF_MEMORY when the tables cannot be allocated. On failure
+ * `axis` is left empty (safe to free). The tables are owned by `axis`; free
+ * them with ladle__resize_axis_free.
+ */
+ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, double src_lo,
+                                     double src_len, int out_size, ladle__interp interp,
+                                     int antialias);
+
+/* Frees the tables and zeroes the struct. NULL and an empty axis are allowed. */
+void ladle__resize_axis_free(ladle__resize_axis *axis);
+
+/*
+ * Bytes of scratch memory ladle__resize_u8/f32 need for these axes and this
+ * channel count (1..4). The same size serves both element types.
+ */
+size_t ladle__resize_scratch_size(const ladle__resize_axis *ax, const ladle__resize_axis *ay,
+                                  int in_h, int channels);
+
+/*
+ * Separable resize of an HWC uint8 image with `channels` (1..4) channels,
+ * rows in_stride bytes apart, into `out`: ay->out_size rows of
+ * ax->out_size * channels bytes, packed. ax must have been planned for the
+ * input's width and ay for in_h (not checked). `scratch` is
+ * ladle__resize_scratch_size() bytes, any alignment; nothing is allocated
+ * here, and the call is thread-safe given distinct scratch and output.
+ * Input rows that no output pixel reads are not touched (a small source
+ * window in a large image costs what the window costs).
+ *
+ * The arithmetic, which a GPU kernel reproduces bit for bit:
+ *   1. horizontal pass, for every input row r that the vertical filter reads:
+ *        t[r][i][c] = 0;  for k in 0..ax->taps-1:
+ *          t[r][i][c] += ax->weights[i*taps+k] * (float)in[r][ax->start[i]+k][c]
+ *   2. vertical pass:
+ *        v[j][i][c] = 0;  for k in 0..ay->taps-1:
+ *          v[j][i][c] += ay->weights[j*taps+k] * t[ay->start[j]+k][i][c]
+ *   3. out[j][i][c] = ladle__f32_to_u8(v) (saturate to 0..255, round to
+ *      nearest even).
+ * Every product and sum is a single float operation, rounded (no fused
+ * multiply-add: resize.c turns contraction off for itself; a CUDA kernel uses
+ * __fmul_rn/__fadd_rn). The intermediate t is float, not rounded to uint8:
+ * PIL rounds and clips it, hence differences of 1 against PIL for LINEAR,
+ * and more for CUBIC/LANCZOS3 on noisy images, where PIL clips overshoot.
+ * Ties round to even (DALI's rounding), PIL rounds them up.
+ */
+void ladle__resize_u8(uint8_t *out, const uint8_t *in, int in_h, int in_stride, int channels,
+                      const ladle__resize_axis *ax, const ladle__resize_axis *ay, void *scratch);
+
+/* The same for float32 HWC input and output; step 3 is a plain copy (no
+ * rounding, no clamping). in_stride_elems is the row stride in floats. */
+void ladle__resize_f32(float *out, const float *in, int in_h, int in_stride_elems, int channels,
+                       const ladle__resize_axis *ax, const ladle__resize_axis *ay, void *scratch);
+
+#endif
