@@ -1,0 +1,203 @@
+"""fn: ladle's operators as functions, generated at import from the schemas
+the C library registers (DALI's ``nvidia.dali.fn``).
+
+The schema "readers.file" becomes ``fn.readers.file``, "resize" becomes
+``fn.resize``. Each function takes its inputs (DataNodes) positionally, the
+operator's arguments as keywords, ``device`` and ``name``, and returns a
+DataNode (or a tuple of them for an operator with several outputs). Call them
+inside a pipeline definition (``with pipe:`` or a ``@pipeline_def`` function).
+"""
+
+import enum
+import inspect
+import keyword
+import sys
+import types as _pytypes
+import warnings
+
+import numpy as np
+
+from . import _ladle
+from . import types
+from .pipeline import DataNode, Pipeline, op_schemas
+
+# Argument type numbers (ladle_arg_type).
+_INT, _FLOAT, _BOOL, _STRING, _INTS, _FLOATS, _STRINGS, _DTYPE = range(8)
+
+# DALI's arguments common to all operators that ladle does not need; dropped
+# with a warning unless an operator's schema declares them.
+_IGNORED_OP_ARGS = frozenset({"bytes_per_sample_hint", "preserve"})
+
+
+def _plain(value):
+    """NumPy scalars and arrays, enums and tuples as plain Python values."""
+    if isinstance(value, enum.Enum) and not isinstance(value, types.DALIDataType):
+        return value.value
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _convert(public, spec, value):
+    """`value` as the C extension expects it for argument `spec`."""
+    if spec["type_id"] == _DTYPE:
+        try:
+            return int(types.to_dtype(value))
+        except ValueError as e:
+            raise _ladle.InvalidArgumentError(f"{public}: argument '{spec['name']}': {e}") from None
+    return _plain(value)
+
+
+def _make_operator(schema):
+    op_name = schema["name"]
+    public = "fn." + op_name
+    specs = {a["name"]: a for a in schema["args"]}
+    required = [a["name"] for a in schema["args"] if a["required"]]
+    devices = schema["devices"]
+    min_inputs, max_inputs = schema["min_inputs"], schema["max_inputs"]
+    num_outputs = schema["num_outputs"]
+
+    def operator(*inputs, device=None, name=None, **kwargs):
+        pipe = Pipeline.current()
+        if pipe is None:
+            raise _ladle.StateError(
+                f"{public}() must be called inside a pipeline definition "
+                "(`with pipe:` or a @pipeline_def function)"
+            )
+        for i, x in enumerate(inputs):
+            if not isinstance(x, DataNode):
+                raise _ladle.InvalidArgumentError(
+                    f"{public}: input {i} must be a DataNode (an operator's output), got {type(x).__name__}"
+                )
+            if x._pipeline is not pipe:
+                raise _ladle.InvalidArgumentError(f"{public}: input {i} ({x.name}) belongs to another pipeline")
+        if not min_inputs <= len(inputs) <= max_inputs:
+            expected = str(min_inputs) if min_inputs == max_inputs else f"{min_inputs} to {max_inputs}"
+            raise _ladle.InvalidArgumentError(f"{public}: takes {expected} input(s), got {len(inputs)}")
+
+        on_gpu = any(x.device == "gpu" for x in inputs)
+        if device is None:
+            # As in DALI: an operator follows its inputs onto the GPU.
+            device = "gpu" if on_gpu and "gpu" in devices else "cpu"
+        device = str(device).lower()
+        if device == "cuda":
+            device = "gpu"
+        if device not in devices:
+            raise _ladle.InvalidArgumentError(
+                f"{public}: device={device!r} is not supported; it runs on: {', '.join(devices)}"
+            )
+        if on_gpu and device != "gpu":
+            raise _ladle.InvalidArgumentError(
+                f"{public}: device={device!r} cannot take inputs in GPU memory; use device='gpu'"
+            )
+
+        args = []
+        for key, value in kwargs.items():
+            spec = specs.get(key)
+            if spec is None:
+                if key in _IGNORED_OP_ARGS:
+                    warnings.warn(f"{public}: ladle ignores the DALI argument {key!r}", stacklevel=2)
+                    continue
+                valid = ", ".join(specs) or "none"
+                raise _ladle.InvalidArgumentError(
+                    f"{public}: unknown argument {key!r}; valid arguments: {valid}"
+                )
+            if value is None:
+                continue
+            if isinstance(value, DataNode):
+                if not spec["per_sample"]:
+                    raise _ladle.InvalidArgumentError(
+                        f"{public}: argument {key!r} must be a constant; it cannot be a DataNode"
+                    )
+                if value._pipeline is not pipe:
+                    raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} belongs to another pipeline")
+                args.append((key, _ladle.NodeRef(value._id)))
+            else:
+                args.append((key, _convert(public, spec, value)))
+        missing = [k for k in required if kwargs.get(k) is None]
+        if missing:
+            raise _ladle.InvalidArgumentError(f"{public}: missing required argument(s): {', '.join(missing)}")
+
+        first, instance = pipe._add_op(op_name, device, inputs, args, name)
+        out_device = "cpu" if device == "cpu" else "gpu"
+        if num_outputs == 1:
+            return DataNode(pipe, first, instance, out_device)
+        return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(num_outputs))
+
+    short = op_name.rsplit(".", 1)[-1]
+    operator.__name__ = short
+    operator.__qualname__ = op_name
+    operator.__module__ = __name__ + ("." + op_name.rsplit(".", 1)[0] if "." in op_name else "")
+    operator.__doc__ = _docstring(public, schema)
+    operator.__signature__ = _signature(schema)
+    operator.schema = schema
+    return operator
+
+
+def _docstring(public, schema):
+    lines = [f"{public}(*inputs, device=None, name=None, **kwargs)", ""]
+    if schema["doc"]:
+        lines += [schema["doc"].strip(), ""]
+    lo, hi = schema["min_inputs"], schema["max_inputs"]
+    inputs = str(lo) if lo == hi else f"{lo} to {hi}"
+    lines.append(f"Inputs: {inputs}. Outputs: {schema['num_outputs']}. Devices: {', '.join(schema['devices'])}.")
+    if schema["args"]:
+        lines += ["", "Keyword arguments:"]
+        for a in schema["args"]:
+            facts = [a["type"]]
+            if a["required"]:
+                facts.append("required")
+            elif a["has_default"]:
+                facts.append(f"default {a['default']!r}")
+            else:
+                facts.append("optional")
+            if a["min"] is not None:
+                facts.append(f"range [{a['min']}, {a['max']}]")
+            if a["per_sample"]:
+                facts.append("may be a DataNode (per sample)")
+            lines.append(f"  {a['name']} ({', '.join(facts)})")
+            if a["doc"]:
+                lines.append(f"      {a['doc'].strip()}")
+    lines += ["", "  device: one of the devices above; default \"cpu\", or \"gpu\" when an input is on the GPU.",
+              "  name: the operator instance's name (readers: the name reader_meta() takes)."]
+    return "\n".join(lines)
+
+
+def _signature(schema):
+    P = inspect.Parameter
+    params = [P("inputs", P.VAR_POSITIONAL), P("device", P.KEYWORD_ONLY, default=None),
+              P("name", P.KEYWORD_ONLY, default=None)]
+    for a in schema["args"]:
+        if not a["name"].isidentifier() or keyword.iskeyword(a["name"]) or a["name"] in ("device", "name"):
+            continue
+        default = P.empty if a["required"] else a["default"]
+        params.append(P(a["name"], P.KEYWORD_ONLY, default=default))
+    return inspect.Signature(params)
+
+
+def _namespace(path):
+    """The module object for a dotted namespace under ladle.fn, made on demand."""
+    module = sys.modules[__name__]
+    qualified = __name__
+    for part in path:
+        qualified += "." + part
+        child = getattr(module, part, None)
+        if child is None:
+            child = _pytypes.ModuleType(qualified, f"ladle operators under {qualified[len('ladle.'):]}.")
+            sys.modules[qualified] = child
+            setattr(module, part, child)
+        module = child
+    return module
+
+
+def _populate():
+    for name in sorted(op_schemas()):
+        *path, short = name.split(".")
+        setattr(_namespace(path), short, _make_operator(op_schemas()[name]))
+
+
+_populate()

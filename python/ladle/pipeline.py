@@ -1,0 +1,380 @@
+"""Pipeline, pipeline_def and DataNode: DALI's graph-definition API over
+ladle's C pipeline.
+
+Operators are added to the C pipeline as soon as an ``fn.*`` function is
+called, so a wrong argument raises at the line that wrote it.
+"""
+
+import functools
+import inspect
+import os
+import threading
+import warnings
+
+from . import _ladle
+from .tensors import TensorList
+
+# DALI Pipeline arguments that ladle accepts and ignores (with a warning).
+_DALI_IGNORED = frozenset({
+    "bytes_per_sample",
+    "default_cuda_stream_priority",
+    "enable_memory_stats",
+    "py_num_workers",
+    "py_start_method",
+    "py_callback_pickler",
+    "output_dtype",
+    "output_ndim",
+    "enable_checkpointing",
+    "enable_conditionals",
+    "exec_dynamic",
+    "experimental_exec_dynamic",
+    "stream",
+})
+
+_local = threading.local()
+
+
+def _definition_stack():
+    if not hasattr(_local, "stack"):
+        _local.stack = []
+    return _local.stack
+
+
+@functools.lru_cache(maxsize=None)
+def op_schemas():
+    """Every registered operator's schema, by name (see _ladle.op_schemas)."""
+    return {s["name"]: s for s in _ladle.op_schemas()}
+
+
+def _parse_cpu_list(text):
+    """ "0,1,4-7" -> [0, 1, 4, 5, 6, 7]. """
+    cpus = []
+    try:
+        for part in text.replace(" ", "").split(","):
+            if not part:
+                continue
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if lo > hi:
+                    raise ValueError(part)
+                cpus.extend(range(lo, hi + 1))
+            else:
+                cpus.append(int(part))
+    except ValueError:
+        raise _ladle.InvalidArgumentError(
+            f"LADLE_AFFINITY: cannot read {text!r}; expected core numbers and ranges like \"0,1,4-7\""
+        ) from None
+    if any(c < 0 for c in cpus):
+        raise _ladle.InvalidArgumentError(f"LADLE_AFFINITY: negative core number in {text!r}")
+    return cpus
+
+
+def _affinity(set_affinity):
+    """The cores to pin worker threads to, or None for no pinning."""
+    env = os.environ.get("LADLE_AFFINITY", "").strip()
+    if env:
+        return _parse_cpu_list(env) or None
+    if set_affinity and hasattr(os, "sched_getaffinity"):
+        return sorted(os.sched_getaffinity(0))
+    return None
+
+
+class DataNode:
+    """An output of an operator in a pipeline graph.
+
+    ``name`` is the operator instance's name (with ``[k]`` for output k of an
+    operator with several outputs); ``device`` is "cpu" or "gpu".
+    """
+
+    def __init__(self, pipeline, node_id, name, device):
+        self._pipeline = pipeline
+        self._id = node_id
+        self.name = name
+        self.device = device
+
+    def gpu(self):
+        """This node's data in GPU memory (a transfer added to the graph)."""
+        if self.device == "gpu":
+            return self
+        schema = op_schemas().get("transfer.to_gpu")
+        if schema is None:
+            raise _ladle.NotAvailableError(
+                "DataNode.gpu(): GPU support is not built into this ladle (no transfer.to_gpu operator)"
+            )
+        device = "mixed" if "mixed" in schema["devices"] else "gpu"
+        first, name = self._pipeline._add_op("transfer.to_gpu", device, [self], [], None)
+        return DataNode(self._pipeline, first, name, "gpu")
+
+    def __repr__(self):
+        return f"DataNode(name={self.name!r}, device={self.device!r})"
+
+    def __bool__(self):
+        raise TypeError(
+            "a DataNode has no truth value while the graph is defined; "
+            "per-sample conditions are not supported"
+        )
+
+
+class Pipeline:
+    """A graph of operators, built once and run many times (DALI's Pipeline).
+
+    Define the graph inside ``with pipe:`` (or with ``@pipeline_def``), then
+    ``pipe.set_outputs(...)``; ``pipe.run()`` returns one TensorList per
+    output and builds the pipeline on first use.
+
+    Arguments:
+      batch_size: samples per iteration (required, >= 1).
+      num_threads: CPU worker threads; -1 takes ladle's default (4).
+      device_id: the CUDA device, or -1 for none (CPU only).
+      seed: seed of every random choice. Unlike DALI, which draws a random
+        seed when none is given, ladle's default (seed=-1) is 0, so runs are
+        reproducible unless you ask otherwise. Output is bit-identical for
+        any num_threads and prefetch_queue_depth.
+      prefetch_queue_depth: iterations prepared ahead of run() (an int, or
+        DALI's {"cpu_size": a, "gpu_size": b}: the larger is used).
+      exec_async, exec_pipelined: accepted for DALI compatibility; ladle
+        always prepares iterations ahead on its own thread.
+      set_affinity: pin worker threads to the cores this process may use.
+        The environment variable LADLE_AFFINITY="0,1,4-7" pins them to those
+        cores, whatever set_affinity says.
+      max_pixels: the largest decoded image allowed, in pixels (ladle's
+        default: 512 Mpx); bigger images fail with LimitError.
+
+    Other DALI arguments are accepted and ignored with a warning.
+
+    The pipeline's threads and memory are freed by close() (or when the
+    object is garbage collected). ``with pipe:`` only selects the pipeline
+    for graph definition, as in DALI; for close-on-exit use
+    ``contextlib.closing(pipe)``. Outputs already returned stay valid after
+    close().
+    """
+
+    def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
+                 exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, **kwargs):
+        unknown = sorted(set(kwargs) - _DALI_IGNORED)
+        if unknown:
+            raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
+        if kwargs:
+            warnings.warn(f"ladle.Pipeline ignores the DALI argument(s): {', '.join(sorted(kwargs))}",
+                          stacklevel=2)
+        if isinstance(prefetch_queue_depth, dict):
+            prefetch_queue_depth = max(prefetch_queue_depth.values())
+        self._batch_size = int(batch_size) if batch_size is not None else -1
+        self._num_threads = int(num_threads) if num_threads is not None else -1
+        self._device_id = int(device_id) if device_id is not None else -1
+        self._seed = 0 if seed is None or seed < 0 else int(seed)
+        self._prefetch_queue_depth = int(prefetch_queue_depth)
+        self._max_pixels = int(max_pixels) if max_pixels else 0
+        self._cpus = _affinity(set_affinity)
+        self.exec_async = exec_async
+        self.exec_pipelined = exec_pipelined
+        self._c = None  # the _ladle._Pipeline, made on first use
+        self._closed = False
+        self._op_names = set()
+        self._readers = []
+        self._num_outputs = 0
+        self._built = False
+
+    # --- DALI's attributes -----------------------------------------------
+
+    @property
+    def batch_size(self):
+        return self._batch_size
+
+    @property
+    def max_batch_size(self):
+        return self._batch_size
+
+    @property
+    def num_threads(self):
+        return self._num_threads if self._num_threads > 0 else 4
+
+    @property
+    def device_id(self):
+        return self._device_id
+
+    @property
+    def seed(self):
+        return self._seed
+
+    @property
+    def prefetch_queue_depth(self):
+        return self._prefetch_queue_depth
+
+    # --- graph definition -----------------------------------------------
+
+    @staticmethod
+    def current():
+        """The pipeline whose graph is being defined on this thread, or None."""
+        stack = _definition_stack()
+        return stack[-1] if stack else None
+
+    def __enter__(self):
+        _definition_stack().append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        stack = _definition_stack()
+        if stack and stack[-1] is self:
+            stack.pop()
+        return False
+
+    def _handle(self):
+        if self._closed:
+            raise _ladle.StateError("the pipeline is closed")
+        if self._c is None:
+            self._c = _ladle._Pipeline(self._batch_size, self._num_threads, self._device_id, self._seed,
+                                       self._prefetch_queue_depth, self._max_pixels, self._cpus)
+        return self._c
+
+    def _add_op(self, op_name, device, inputs, args, name):
+        """Adds operator `op_name`; returns (first output id, instance name)."""
+        if name is None:
+            name = f"__{op_name}_{len(self._op_names)}"
+            while name in self._op_names:
+                name += "_"
+        elif name in self._op_names:
+            raise _ladle.InvalidArgumentError(f"fn.{op_name}: an operator named {name!r} is already in the pipeline")
+        first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
+        self._op_names.add(name)
+        if op_name.startswith("readers."):
+            self._readers.append(name)
+        return first, name
+
+    def set_outputs(self, *outputs):
+        """Declares the nodes run() returns, in order."""
+        if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)):
+            outputs = tuple(outputs[0])
+        for i, node in enumerate(outputs):
+            if not isinstance(node, DataNode):
+                raise _ladle.InvalidArgumentError(
+                    f"set_outputs: output {i} must be a DataNode, got {type(node).__name__}"
+                )
+            if node._pipeline is not self:
+                raise _ladle.InvalidArgumentError(f"set_outputs: output {i} ({node.name}) belongs to another pipeline")
+        self._handle().set_outputs([node._id for node in outputs])
+        self._num_outputs = len(outputs)
+
+    # --- running ---------------------------------------------------------
+
+    def build(self):
+        """Checks the graph and starts the executor. Optional: run() builds."""
+        self._handle().build()
+        self._built = True
+
+    def run(self):
+        """The next iteration: a tuple with one TensorList per output."""
+        batches = self._handle().run()
+        self._built = True
+        return tuple(TensorList(b) for b in batches)
+
+    # DALI's split form of run(), for code written against it. ladle always
+    # prepares iterations ahead, so scheduling is a no-op.
+    def schedule_run(self):
+        self._handle()
+
+    def outputs(self):
+        return self.run()
+
+    def share_outputs(self):
+        return self.run()
+
+    def release_outputs(self):
+        pass
+
+    def reader_meta(self, name=None):
+        """DALI's reader metadata: a dict for reader `name`, or, without a
+        name, a dict of those dicts for every reader. Builds the pipeline."""
+        if name is None:
+            return {reader: self.reader_meta(reader) for reader in self._readers}
+        if not self._built:
+            self.build()
+        return self._handle().reader_meta(name)
+
+    def epoch_size(self, name=None):
+        """Samples in the epoch of reader `name`, or a dict for every reader."""
+        if name is None:
+            return {reader: meta["epoch_size"] for reader, meta in self.reader_meta().items()}
+        return self.reader_meta(name)["epoch_size"]
+
+    def get_position(self):
+        """The number of iterations run() has returned: enough to resume."""
+        return self._handle().get_position()
+
+    def set_position(self, iteration):
+        """Makes the next run() return iteration `iteration` (resume)."""
+        self._handle().set_position(iteration)
+
+    def close(self):
+        """Stops the pipeline and frees its threads and memory. Idempotent.
+        Outputs already returned stay valid."""
+        c, self._c = self._c, None
+        self._closed = True
+        if c is not None:
+            c.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        state = "closed" if self._closed else "built" if self._built else "defining"
+        return (f"<ladle.Pipeline batch_size={self._batch_size} num_threads={self.num_threads} "
+                f"device_id={self._device_id} seed={self._seed} {state}>")
+
+
+_PIPELINE_ARGS = frozenset(
+    name for name in inspect.signature(Pipeline.__init__).parameters if name not in ("self", "kwargs")
+) | _DALI_IGNORED
+
+
+def pipeline_def(fn=None, **pipeline_kwargs):
+    """Turns a graph-defining function into a pipeline factory (DALI's).
+
+    ``@pipeline_def`` or ``@pipeline_def(batch_size=..., ...)``. Calling the
+    decorated function returns a Pipeline whose outputs are what the function
+    returns (a DataNode or a tuple of them). Keyword arguments of the call
+    that name Pipeline arguments override the decorator's; the rest go to the
+    function. A function parameter with a Pipeline argument's name takes the
+    value (with a warning), as in DALI.
+    """
+
+    def decorate(func):
+        params = inspect.signature(func).parameters
+
+        @functools.wraps(func)
+        def create_pipeline(*args, **kwargs):
+            ctor = dict(pipeline_kwargs)
+            fn_kwargs = {}
+            for key, value in kwargs.items():
+                if key in params:
+                    if key in _PIPELINE_ARGS:
+                        warnings.warn(f"{func.__name__}: the argument {key!r} shadows the Pipeline argument "
+                                      "of the same name; it goes to the function", stacklevel=2)
+                    fn_kwargs[key] = value
+                elif key in _PIPELINE_ARGS:
+                    ctor[key] = value
+                else:
+                    fn_kwargs[key] = value
+            pipe = Pipeline(**ctor)
+            try:
+                with pipe:
+                    outputs = func(*args, **fn_kwargs)
+                if isinstance(outputs, DataNode):
+                    outputs = (outputs,)
+                if not isinstance(outputs, (list, tuple)) or not outputs:
+                    raise _ladle.InvalidArgumentError(
+                        f"{func.__name__} must return the pipeline's outputs: a DataNode or a tuple of "
+                        f"DataNodes, not {type(outputs).__name__}"
+                    )
+                pipe.set_outputs(*outputs)
+            except BaseException:
+                pipe.close()
+                raise
+            return pipe
+
+        return create_pipeline
+
+    return decorate(fn) if fn is not None else decorate

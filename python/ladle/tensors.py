@@ -1,0 +1,214 @@
+"""TensorList: what Pipeline.run() returns for each output, with DALI's methods.
+
+A TensorList wraps one ladle batch. Nothing here copies unless the method's
+name says so (as_cpu): samples and dense batches leave through DLPack, and the
+batch's memory stays valid for as long as any array or tensor made from it
+lives, even after the TensorList and the pipeline are gone.
+"""
+
+import numpy as np
+
+from . import _ladle
+from . import types
+
+
+class Tensor:
+    """One tensor: a whole dense batch ([N, ...]) or one sample. Exposes
+    ``__dlpack__`` so ``torch.from_dlpack(t)`` and ``np.from_dlpack(t)`` take
+    it without a copy."""
+
+    def __init__(self, owner, index=None):
+        self._batch = owner  # a _Batch
+        self._index = index
+        self._view = owner if index is None else owner.sample(index)
+
+    def shape(self):
+        if self._index is not None:
+            return self._view.shape
+        return (self._batch.num_samples,) + (self._batch.shape(0) if self._batch.num_samples else ())
+
+    @property
+    def dtype(self):
+        return types.from_dtype_name(self._batch.dtype)
+
+    def layout(self):
+        layout = self._batch.layout
+        return layout if self._index is not None or not layout else "N" + layout
+
+    def data_ptr(self):
+        return self._batch.data_ptr(self._index or 0)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._view.__dlpack_device__()
+
+    def __array__(self, dtype=None):
+        if self._batch.device != "cpu":
+            raise _ladle.StateError("the tensor is in GPU memory: copy it with as_cpu() first")
+        a = np.from_dlpack(self)
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __repr__(self):
+        return f"<ladle.Tensor shape={self.shape()} dtype={self._batch.dtype} on {self._batch.device}>"
+
+
+class TensorList:
+    """A batch of samples (DALI's TensorListCPU / TensorListGPU).
+
+    ``len(tl)`` samples; ``tl.at(i)`` / ``tl[i]`` is sample i as a NumPy array
+    (a view, CPU only); ``tl.as_array()`` the dense batch as one [N, ...]
+    array; ``torch.from_dlpack(tl)`` the dense batch as one tensor (CPU or
+    GPU). A ragged batch (sample shapes differ) only gives samples.
+    """
+
+    def __init__(self, batch):
+        if not isinstance(batch, _ladle._Batch):
+            raise TypeError(f"TensorList wraps a ladle batch, not {type(batch).__name__}")
+        self._batch = batch
+
+    # --- shape and type ---------------------------------------------------
+
+    def __len__(self):
+        return self._batch.num_samples
+
+    def shape(self):
+        """The shape of every sample, as a list of tuples."""
+        return self._batch.shapes()
+
+    def layout(self):
+        """The layout letters of each sample, e.g. "HWC" ("" when none)."""
+        return self._batch.layout
+
+    @property
+    def dtype(self):
+        return types.from_dtype_name(self._batch.dtype)
+
+    @property
+    def device(self):
+        """ "cpu" or "gpu" (DALI's spelling). """
+        return "gpu" if self._batch.device == "cuda" else "cpu"
+
+    @property
+    def device_id(self):
+        return self._batch.device_id
+
+    def is_dense_tensor(self):
+        """True when all samples have one shape (the batch is one [N, ...] tensor)."""
+        return self._batch.is_dense
+
+    def data_ptr(self, i=0):
+        """The address of sample i (device memory for a GPU batch)."""
+        return self._batch.data_ptr(self._index(i))
+
+    # --- samples ----------------------------------------------------------
+
+    def _index(self, i):
+        n = len(self)
+        if not isinstance(i, int):
+            i = int(i)
+        if i < 0:
+            i += n
+        if not 0 <= i < n:
+            raise IndexError(f"sample index out of range for a batch of {n}")
+        return i
+
+    def _check_cpu(self, what):
+        if self._batch.device != "cpu":
+            raise _ladle.StateError(f"{what}: the batch is in GPU memory; copy it with as_cpu() first")
+
+    def at(self, i):
+        """Sample i as a NumPy array that views ladle's memory (no copy)."""
+        self._check_cpu("at")
+        return np.from_dlpack(self._batch.sample(self._index(i)))
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self.at(k) for k in range(*i.indices(len(self)))]
+        return self.at(i)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self.at(i)
+
+    def sample(self, i):
+        """Sample i as a Tensor (works for GPU batches too; use with from_dlpack)."""
+        return Tensor(self._batch, self._index(i))
+
+    # --- the whole batch --------------------------------------------------
+
+    def _check_dense(self, what):
+        if not self._batch.is_dense:
+            raise _ladle.StateError(
+                f"{what}: batch is ragged (sample shapes differ), take samples with at(i)"
+            )
+
+    def as_array(self):
+        """The dense batch as one NumPy array [N, ...] (a view, no copy)."""
+        self._check_cpu("as_array")
+        self._check_dense("as_array")
+        return np.from_dlpack(self._batch)
+
+    def as_tensor(self):
+        """The dense batch as one Tensor [N, ...] (a view, no copy)."""
+        self._check_dense("as_tensor")
+        return Tensor(self._batch)
+
+    def as_cpu(self):
+        """This batch in host memory: itself for a CPU batch, a copy otherwise."""
+        if self._batch.device == "cpu":
+            return self
+        try:
+            import torch
+        except ImportError:
+            raise _ladle.NotAvailableError("as_cpu() of a GPU batch needs PyTorch for the copy") from None
+        samples = [torch.from_dlpack(self._batch.sample(i)).cpu().numpy() for i in range(len(self))]
+        return TensorList(batch_from_samples(samples, layout=self._batch.layout))
+
+    def __array__(self, dtype=None):
+        a = self.as_array()
+        return a if dtype is None else a.astype(dtype, copy=False)
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        return self._batch.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def __dlpack_device__(self):
+        return self._batch.__dlpack_device__()
+
+    def __repr__(self):
+        kind = "TensorListGPU" if self._batch.device == "cuda" else "TensorListCPU"
+        dense = "" if self._batch.is_dense else ", ragged"
+        return f"<ladle.{kind} {len(self)} x {self._batch.dtype} layout={self._batch.layout!r}{dense}>"
+
+
+# DALI's names for the two kinds.
+TensorListCPU = TensorList
+TensorListGPU = TensorList
+
+
+def batch_from_samples(samples, layout=None):
+    """A new CPU _Batch holding copies of `samples` (NumPy-convertible arrays
+    of one dtype and one rank; shapes may differ)."""
+    arrays = [np.ascontiguousarray(s) for s in samples]
+    if not arrays:
+        raise _ladle.InvalidArgumentError("batch_from_samples: no samples")
+    dtype = arrays[0].dtype
+    if any(a.dtype != dtype for a in arrays):
+        raise _ladle.InvalidArgumentError("batch_from_samples: samples have different dtypes")
+    if all(a.shape == arrays[0].shape for a in arrays):
+        return _ladle.batch_from_buffer(np.stack(arrays), layout=layout)
+    flat = np.concatenate([a.reshape(-1) for a in arrays])
+    return _ladle.batch_from_buffer(flat, shapes=[a.shape for a in arrays], layout=layout)
+
+
+def as_tensor_list(data, layout=None):
+    """A TensorList from a TensorList, a _Batch, an [N, ...] array or a list
+    of arrays (copied into ladle memory)."""
+    if isinstance(data, TensorList):
+        return data
+    if isinstance(data, _ladle._Batch):
+        return TensorList(data)
+    if isinstance(data, (list, tuple)):
+        return TensorList(batch_from_samples(data, layout=layout))
+    return TensorList(_ladle.batch_from_buffer(np.ascontiguousarray(data), layout=layout))

@@ -1,0 +1,331 @@
+"""The DALI-style API: fn generated from the schemas, Pipeline, pipeline_def,
+types, reader metadata, determinism and resuming."""
+
+import inspect
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import ladle
+from ladle import _ladle, fn, pipeline_def, types
+from ladle.pipeline import _parse_cpu_list, op_schemas
+from conftest import requires_ops
+
+MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
+STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
+
+
+def lookup(path):
+    obj = fn
+    for part in path.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+# --- fn generation -------------------------------------------------------------
+
+
+def test_every_schema_becomes_a_function_with_docs():
+    schemas = _ladle.op_schemas()
+    assert len(schemas) == len(op_schemas())
+    for s in schemas:
+        f = lookup(s["name"])
+        assert callable(f), s["name"]
+        assert f.__doc__.startswith(f"fn.{s['name']}("), s["name"]
+        for a in s["args"]:
+            assert a["name"] in f.__doc__, (s["name"], a["name"])
+        params = inspect.signature(f).parameters
+        assert "device" in params and "name" in params
+        for a in s["args"]:
+            if a["name"].isidentifier():
+                assert a["name"] in params
+                p = params[a["name"]]
+                assert p.kind is inspect.Parameter.KEYWORD_ONLY
+                if a["required"]:
+                    assert p.default is inspect.Parameter.empty
+                else:
+                    assert p.default == a["default"]
+
+
+def test_schema_dicts_are_well_formed():
+    types_seen = set()
+    for s in _ladle.op_schemas():
+        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "args"}
+        assert 0 <= s["min_inputs"] <= s["max_inputs"]
+        assert s["num_outputs"] >= 1
+        assert s["devices"] and set(s["devices"]) <= {"cpu", "gpu", "mixed"}
+        for a in s["args"]:
+            types_seen.add(a["type"])
+            assert isinstance(a["required"], bool) and isinstance(a["per_sample"], bool)
+            assert (a["min"] is None) == (a["max"] is None)
+            if a["min"] is not None:
+                assert a["min"] <= a["max"]
+            if not a["has_default"]:
+                assert a["default"] is None
+    assert all(isinstance(t, str) and t for t in types_seen)
+
+
+@requires_ops("readers.file", "decoders.image_random_crop", "random.coin_flip", "crop_mirror_normalize")
+def test_dali_names_exist():
+    assert fn.readers.file.__name__ == "file"
+    assert fn.decoders.image_random_crop.__qualname__ == "decoders.image_random_crop"
+    from ladle.fn import readers  # namespaces are importable
+
+    assert readers.file is fn.readers.file
+
+
+def test_types_constants():
+    assert types.FLOAT16 == 3 and types.UINT8 == 0 and types.FLOAT == 2 and types.INT32 == 1 and types.INT64 == 4
+    assert str(types.RGB) == "RGB" and types.RGB == "RGB"
+    assert types.INTERP_LINEAR.value == "LINEAR" and types.INTERP_LANCZOS3 == "LANCZOS3"
+    assert types.NCHW == "CHW" and types.NHWC == "HWC"
+    assert types.to_dtype("float16") is types.FLOAT16
+    assert types.to_dtype(np.float32) is types.FLOAT
+    assert types.to_dtype(np.dtype("int64")) is types.INT64
+    assert types.to_dtype("FLOAT16") is types.FLOAT16
+    torch = pytest.importorskip("torch")
+    assert types.to_dtype(torch.float16) is types.FLOAT16
+    assert types.to_dtype(torch.uint8) is types.UINT8
+    with pytest.raises(ValueError):
+        types.to_dtype(np.float64)
+
+
+def test_affinity_list_parsing(monkeypatch):
+    assert _parse_cpu_list("0,1,4-6") == [0, 1, 4, 5, 6]
+    assert _parse_cpu_list(" 3 ") == [3]
+    with pytest.raises(ladle.InvalidArgumentError, match="LADLE_AFFINITY"):
+        _parse_cpu_list("a-b")
+    monkeypatch.setenv("LADLE_AFFINITY", "0")
+    pipe = ladle.Pipeline(batch_size=1, num_threads=2)
+    assert pipe._cpus == [0]
+    pipe.close()
+
+
+def test_pipeline_attributes():
+    pipe = ladle.Pipeline(batch_size=8, num_threads=3, device_id=-1, seed=7, prefetch_queue_depth={"cpu_size": 2,
+                                                                                                  "gpu_size": 3})
+    assert (pipe.batch_size, pipe.max_batch_size, pipe.num_threads, pipe.device_id) == (8, 8, 3, -1)
+    assert pipe.seed == 7 and pipe.prefetch_queue_depth == 3
+    assert ladle.Pipeline(batch_size=1).seed == 0  # documented: reproducible by default
+    assert ladle.Pipeline.current() is None
+    with pipe:
+        assert ladle.Pipeline.current() is pipe
+    assert ladle.Pipeline.current() is None
+    pipe.close()
+
+
+def test_version_and_build_info():
+    assert ladle.__version__ == "0.1.0"
+    info = ladle.build_info()
+    assert isinstance(info, dict) and info
+
+
+# --- running pipelines ----------------------------------------------------------
+
+
+@pipeline_def(batch_size=4, num_threads=2, seed=42)
+def training(root, size=64, shuffle=True):
+    jpegs, labels = fn.readers.file(file_root=root, random_shuffle=shuffle, name="Reader")
+    images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.resize(images, resize_x=size, resize_y=size)
+    images = fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout=types.NCHW, mean=MEAN, std=STD,
+                                      mirror=fn.random.coin_flip(probability=0.5))
+    return images, labels
+
+
+TRAINING_OPS = ("readers.file", "decoders.image_random_crop", "resize", "crop_mirror_normalize", "random.coin_flip")
+
+
+@requires_ops(*TRAINING_OPS)
+def test_training_pipeline_outputs(sample_root):
+    pipe = training(sample_root)
+    try:
+        images, labels = pipe.run()
+        assert isinstance(images, ladle.TensorList)
+        assert len(images) == 4
+        assert images.dtype == types.FLOAT16
+        assert images.layout() == "CHW"
+        assert images.is_dense_tensor()
+        assert images.shape() == [(3, 64, 64)] * 4
+        arr = images.as_array()
+        assert arr.shape == (4, 3, 64, 64) and arr.dtype == np.float16
+        assert np.isfinite(arr.astype(np.float32)).all()
+        assert -3 < arr.min() and arr.max() < 3  # normalized
+        assert labels.dtype == types.INT32
+        assert set(labels.as_array().ravel().tolist()) <= {0, 1, 2, 3}
+    finally:
+        pipe.close()
+
+
+@requires_ops(*TRAINING_OPS)
+def test_pipeline_def_overrides_and_function_args(sample_root):
+    pipe = training(sample_root, size=32, batch_size=2, seed=1)
+    assert pipe.batch_size == 2 and pipe.seed == 1 and pipe.num_threads == 2
+    images, _ = pipe.run()
+    assert images.shape() == [(3, 32, 32)] * 2
+    pipe.close()
+
+
+def test_pipeline_def_without_parentheses_and_shadowing():
+    @pipeline_def
+    def noop(batch_size):
+        return fn.random.coin_flip()
+
+    if "random.coin_flip" not in op_schemas():
+        pytest.skip("operator(s) not registered yet: random.coin_flip")
+    with pytest.warns(UserWarning, match="shadows the Pipeline argument"):
+        with pytest.raises(ladle.InvalidArgumentError):  # the pipeline itself got no batch_size
+            noop(batch_size=3).run()
+
+
+def test_pipeline_def_must_return_nodes():
+    @pipeline_def(batch_size=1)
+    def nothing():
+        pass
+
+    with pytest.raises(ladle.InvalidArgumentError, match="must return the pipeline's outputs"):
+        nothing()
+
+
+@requires_ops("random.coin_flip", "random.uniform")
+def test_outputs_with_several_nodes_and_scalars():
+    @pipeline_def(batch_size=5, num_threads=1, seed=3)
+    def two():
+        return fn.random.coin_flip(probability=1.0), fn.random.uniform(range=[2.0, 3.0], shape=[2])
+
+    pipe = two()
+    flips, values = pipe.run()
+    assert flips.as_array().tolist() == [1] * 5
+    v = values.as_array()
+    assert v.shape == (5, 2) and ((v >= 2) & (v < 3)).all()
+    pipe.close()
+
+
+@requires_ops(*TRAINING_OPS)
+def test_reader_meta_and_epoch_size(sample_root):
+    pipe = training(sample_root)
+    meta = pipe.reader_meta("Reader")
+    assert meta["epoch_size"] == 32
+    assert meta["number_of_shards"] == 1 and meta["shard_id"] == 0
+    assert pipe.reader_meta() == {"Reader": meta}
+    assert pipe.epoch_size("Reader") == 32
+    assert pipe.epoch_size() == {"Reader": 32}
+    with pytest.raises(ladle.InvalidArgumentError, match="no reader named 'Nope'"):
+        pipe.reader_meta("Nope")
+    pipe.close()
+
+
+def run_arrays(pipe, iterations):
+    out = []
+    for _ in range(iterations):
+        images, labels = pipe.run()
+        out.append((images.as_array().copy(), labels.as_array().copy()))
+    pipe.close()
+    return out
+
+
+@requires_ops(*TRAINING_OPS)
+def test_same_seed_same_bytes_for_any_thread_count(sample_root):
+    a = run_arrays(training(sample_root, num_threads=1), 3)
+    b = run_arrays(training(sample_root, num_threads=3, prefetch_queue_depth=1), 3)
+    for (ia, la), (ib, lb) in zip(a, b):
+        np.testing.assert_array_equal(la, lb)
+        np.testing.assert_array_equal(ia, ib)
+    c = run_arrays(training(sample_root, seed=43), 1)
+    assert not np.array_equal(a[0][0], c[0][0])
+
+
+@requires_ops(*TRAINING_OPS)
+def test_resume_from_position(sample_root):
+    full = run_arrays(training(sample_root), 5)
+    pipe = training(sample_root)
+    pipe.run()
+    pipe.run()
+    assert pipe.get_position() == 2
+    pipe.set_position(3)
+    images, labels = pipe.run()
+    np.testing.assert_array_equal(images.as_array(), full[3][0])
+    np.testing.assert_array_equal(labels.as_array(), full[3][1])
+    assert pipe.get_position() == 4
+    pipe.close()
+
+
+@requires_ops(*TRAINING_OPS)
+def test_outputs_outlive_the_pipeline(sample_root):
+    import gc
+
+    torch = pytest.importorskip("torch")
+    pipe = training(sample_root)
+    images, labels = pipe.run()
+    expected = images.as_array().copy()
+    t = torch.from_dlpack(images)
+    a = images.at(1)
+    ptr = images.data_ptr()
+    pipe.close()
+    del images, labels, pipe
+    gc.collect()
+    # Another pipeline reuses freed memory; ours must stay intact.
+    other = training(ladle.sample_data_root(), seed=99)
+    for _ in range(3):
+        other.run()
+    other.close()
+    assert t.data_ptr() == ptr
+    np.testing.assert_array_equal(t.numpy(), expected)
+    np.testing.assert_array_equal(a, expected[1])
+
+
+@requires_ops("readers.file", "decoders.image")
+def test_with_block_dali_style(sample_root):
+    pipe = ladle.Pipeline(batch_size=3, num_threads=1)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=sample_root, name="R")
+        images = fn.decoders.image(jpegs, output_type=types.GRAY)
+    pipe.set_outputs(jpegs, images, labels)
+    pipe.build()
+    jpegs, images, labels = pipe.run()
+    assert not jpegs.is_dense_tensor() or len(set(jpegs.shape())) == 1
+    assert jpegs.dtype == types.UINT8
+    assert images.layout() == "HWC"
+    assert all(s[2] == 1 for s in images.shape())
+    assert labels.shape() == [(1,)] * 3  # DALI's label shape
+    with open(os.path.join(sample_root, "circle", "circle_0.jpg"), "rb") as f:
+        assert jpegs.at(0).tobytes() == f.read()
+    pipe.close()
+
+
+@requires_ops(*TRAINING_OPS)
+def test_demo_runs_and_writes_png(tmp_path):
+    from ladle import demo
+
+    out = tmp_path / "grid.png"
+    assert demo.main(["--batch-size", "4", "--iters", "2", "--threads", "1", "--out", str(out)]) == 0
+    data = out.read_bytes()
+    assert data.startswith(b"\x89PNG\r\n\x1a\n")
+    Image = pytest.importorskip("PIL.Image")
+    with Image.open(out) as im:
+        im.load()
+        assert im.mode == "RGB"
+        assert im.size == (2 * 228 + 4, 2 * 228 + 4) or im.size == (4 * 228 + 4, 228 + 4)
+
+
+def test_write_png_matches_pillow(tmp_path):
+    Image = pytest.importorskip("PIL.Image")
+    from ladle.demo import write_png
+
+    rgb = np.random.default_rng(5).integers(0, 256, size=(7, 9, 3), dtype=np.uint8)
+    write_png(tmp_path / "x.png", rgb)
+    with Image.open(tmp_path / "x.png") as im:
+        np.testing.assert_array_equal(np.asarray(im), rgb)
+
+
+def test_ignored_op_argument_warns():
+    if "random.coin_flip" not in op_schemas():
+        pytest.skip("operator(s) not registered yet: random.coin_flip")
+    with ladle.Pipeline(batch_size=1) as pipe:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            fn.random.coin_flip(bytes_per_sample_hint=8)
+    assert any("bytes_per_sample_hint" in str(w.message) for w in caught)
+    pipe.close()
