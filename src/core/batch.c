@@ -7,8 +7,33 @@
 
 #include "core/error.h"
 
-void (*ladle__event_destroy_hook)(void *event);
-ladle_status (*ladle__stream_wait_hook)(void *stream, void *event);
+#ifdef LADLE_HAVE_CUDA
+#include "cuda/runtime.h"
+
+static int fence_done(void *event) {
+  int done = 1;
+  return ladle__cuda_event_done(event, &done) != LADLE_OK || done;
+}
+
+/* Device memory a consumer's stream may still read goes back to the pool only
+ * once that stream has passed this point. Without a fence (no memory for an
+ * event), the block is freed with the host waiting for the stream. */
+static void free_device_block(ladle_batch *b) {
+  void *stream = atomic_load(&b->consumer_stream);
+  void *event = NULL;
+  if (b->consumed && ladle__cuda_event_create(b->device_id, &event) == LADLE_OK &&
+      ladle__cuda_event_record(event, stream) == LADLE_OK) {
+    ladle__pool_free_after(b->data_pool, b->data_block,
+                           (ladle__fence){fence_done, ladle__cuda_event_destroy, event});
+    return;
+  }
+  if (event) {
+    ladle__cuda_event_sync(event);
+    ladle__cuda_event_destroy(event);
+  }
+  ladle__pool_free(b->data_pool, b->data_block);
+}
+#endif
 
 size_t ladle_dtype_size(ladle_dtype dtype) {
   static const size_t sizes[LADLE_DTYPE_COUNT] = {1, 4, 4, 2, 8};
@@ -84,9 +109,16 @@ void ladle_batch_retain(ladle_batch *b) { atomic_fetch_add(&b->refs, 1); }
 
 void ladle_batch_release(ladle_batch *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
-  if (b->ready_event && ladle__event_destroy_hook) ladle__event_destroy_hook(b->ready_event);
   ladle__pool *meta_pool = b->meta_pool, *data_pool = b->data_pool;
+#ifdef LADLE_HAVE_CUDA
+  ladle__cuda_event_destroy(b->ready_event);
+  if (b->device == LADLE_DEVICE_CUDA)
+    free_device_block(b);
+  else
+    ladle__pool_free(data_pool, b->data_block);
+#else
   ladle__pool_free(data_pool, b->data_block);
+#endif
   ladle__pool_free(meta_pool, b->meta_block);
   ladle__pool_release(data_pool);
   ladle__pool_release(meta_pool);
@@ -109,10 +141,15 @@ void *ladle_batch_data(const ladle_batch *b, int i) {
 }
 
 ladle_status ladle_batch_wait(const ladle_batch *b, void *stream) {
-  if (b->device != LADLE_DEVICE_CUDA || !b->ready_event) return LADLE_OK;
-  if (!ladle__stream_wait_hook)
-    return LADLE_FAIL(LADLE_ERROR_NOT_AVAILABLE, "a CUDA batch exists but CUDA support is not loaded");
-  return ladle__stream_wait_hook(stream, b->ready_event);
+  if (b->device != LADLE_DEVICE_CUDA) return LADLE_OK;
+#ifdef LADLE_HAVE_CUDA
+  ladle_batch *mut = (ladle_batch *)b; /* the consumer's stream is bookkeeping, not data */
+  atomic_store(&mut->consumer_stream, stream);
+  mut->consumed = 1;
+  return b->ready_event ? ladle__cuda_stream_wait(stream, b->ready_event) : LADLE_OK;
+#else
+  return LADLE_FAIL(LADLE_ERROR_NOT_AVAILABLE, "a CUDA batch in a build without CUDA");
+#endif
 }
 
 /* Batches fed from outside share one process-wide host pool, created once

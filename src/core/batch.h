@@ -21,6 +21,8 @@ struct ladle_batch {
   size_t *offsets;  /* num_samples + 1 byte offsets into data; offsets[n] = total bytes */
   uint8_t *data;
   void *ready_event; /* cudaEvent_t recorded after the batch's last write, or NULL */
+  _Atomic(void *) consumer_stream; /* the last stream made to wait for the batch (CUDA) */
+  int consumed;                    /* 1 once consumer_stream is set */
   ladle__pool *meta_pool, *data_pool;
   ladle__block *meta_block, *data_block;
 };
@@ -38,9 +40,5 @@ int64_t ladle__batch_sample_elems(const ladle_batch *b, int i);
 /* Sets the layout string (at most 7 letters). */
 void ladle__batch_set_layout(ladle_batch *b, const char *layout);
 
-/* Hooks set by the CUDA part when it is compiled in: destroy an event, make a
- * stream wait on one. */
-extern void (*ladle__event_destroy_hook)(void *event);
-extern ladle_status (*ladle__stream_wait_hook)(void *stream, void *event);
 
 #endif

@@ -8,9 +8,9 @@
 #define LADLE_CUDA_ARCHS ""
 #endif
 
-/* Set by the CUDA part, when compiled in, to describe what it finds at run
- * time (devices, nvJPEG) as JSON members. */
-const char *(*ladle__cuda_runtime_info_hook)(void);
+#ifdef LADLE_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
 
 unsigned ladle_version_number(void) { return LADLE_VERSION_NUMBER; }
 const char *ladle_version_string(void) { return LADLE_VERSION_TEXT; }
@@ -24,8 +24,11 @@ static void make_info(void) {
 #else
   const char *cuda = "false";
 #endif
-  const char *runtime = ladle__cuda_runtime_info_hook ? ladle__cuda_runtime_info_hook()
-                                                      : "\"cuda_devices\": 0, \"nvjpeg\": false";
+#ifdef LADLE_HAVE_CUDA
+  const char *runtime = ladle__cuda_runtime_info(); /* what this machine has */
+#else
+  const char *runtime = "\"cuda_devices\": 0, \"nvjpeg\": false";
+#endif
   snprintf(info, sizeof info,
            "{\"version\": \"%s\", \"libjpeg_turbo\": \"%s\", \"libpng\": \"%s\", "
            "\"cuda_compiled\": %s, \"cuda_archs\": \"%s\", %s}",

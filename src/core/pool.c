@@ -18,6 +18,12 @@ struct ladle__pool {
   atomic_int refs;
   pthread_mutex_t lock;
   ladle__block *free_lists[NUM_CLASSES];
+  /* Blocks waiting for their fence, oldest first. */
+  struct pending {
+    ladle__block *block;
+    ladle__fence fence;
+  } *pending;
+  int num_pending, cap_pending;
   size_t idle_cap;
   ladle__pool_stats stats;
 };
@@ -54,10 +60,35 @@ ladle_status ladle__pool_create(const ladle__allocator *allocator, size_t idle_c
   return LADLE_OK;
 }
 
+/* Moves every block whose fence is done to the free lists (lock held). */
+static void sweep_pending(ladle__pool *pool) {
+  int kept = 0;
+  for (int i = 0; i < pool->num_pending; i++) {
+    struct pending *e = &pool->pending[i];
+    if (!e->fence.done(e->fence.event)) {
+      pool->pending[kept++] = *e;
+      continue;
+    }
+    e->fence.destroy(e->fence.event);
+    pool->stats.live_bytes += e->block->size; /* ladle__pool_free takes it off again */
+    pthread_mutex_unlock(&pool->lock);
+    ladle__pool_free(pool, e->block);
+    pthread_mutex_lock(&pool->lock);
+  }
+  pool->num_pending = kept;
+}
+
 void ladle__pool_retain(ladle__pool *pool) { atomic_fetch_add(&pool->refs, 1); }
 
 void ladle__pool_release(ladle__pool *pool) {
   if (!pool || atomic_fetch_sub(&pool->refs, 1) != 1) return;
+  /* Freeing device memory waits for the device, so pending work is safe. */
+  for (int i = 0; i < pool->num_pending; i++) {
+    pool->pending[i].fence.destroy(pool->pending[i].fence.event);
+    pool->allocator.free(pool->allocator.ctx, pool->pending[i].block->data);
+    free(pool->pending[i].block);
+  }
+  free(pool->pending);
   for (int c = 0; c < NUM_CLASSES; c++) {
     for (ladle__block *b = pool->free_lists[c], *next; b; b = next) {
       next = b->next;
@@ -75,6 +106,7 @@ ladle_status ladle__pool_alloc(ladle__pool *pool, size_t size, ladle__block **ou
   if (c >= NUM_CLASSES)
     return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "a block of %zu bytes is too large", size);
   pthread_mutex_lock(&pool->lock);
+  if (pool->num_pending) sweep_pending(pool);
   ladle__block *b = pool->free_lists[c];
   if (b) {
     pool->free_lists[c] = b->next;
@@ -129,3 +161,22 @@ void ladle__pool_get_stats(ladle__pool *pool, ladle__pool_stats *stats) {
 }
 
 ladle_device ladle__pool_device(const ladle__pool *pool) { return pool->allocator.device; }
+
+void ladle__pool_free_after(ladle__pool *pool, ladle__block *b, ladle__fence fence) {
+  if (!b) return;
+  pthread_mutex_lock(&pool->lock);
+  if (pool->num_pending == pool->cap_pending) {
+    int cap = pool->cap_pending ? pool->cap_pending * 2 : 16;
+    struct pending *grown = realloc(pool->pending, sizeof *grown * (size_t)cap);
+    if (!grown) { /* cannot wait without memory: keep the block out of reuse for good */
+      pthread_mutex_unlock(&pool->lock);
+      fence.destroy(fence.event);
+      return;
+    }
+    pool->pending = grown;
+    pool->cap_pending = cap;
+  }
+  pool->pending[pool->num_pending++] = (struct pending){b, fence};
+  pool->stats.live_bytes -= b->size;
+  pthread_mutex_unlock(&pool->lock);
+}

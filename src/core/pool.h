@@ -41,6 +41,18 @@ ladle_status ladle__pool_alloc(ladle__pool *pool, size_t size, ladle__block **ou
 /* Returns a block to its pool. NULL is allowed. Thread-safe. */
 void ladle__pool_free(ladle__pool *pool, ladle__block *block);
 
+/* A condition a block must wait for before reuse: work on another CUDA stream
+ * that may still read it. `done` polls it; `destroy` frees it. */
+typedef struct ladle__fence {
+  int (*done)(void *event);
+  void (*destroy)(void *event);
+  void *event;
+} ladle__fence;
+
+/* Returns a block that becomes reusable once `fence` is done. The pool owns
+ * the fence from now on. Thread-safe. */
+void ladle__pool_free_after(ladle__pool *pool, ladle__block *block, ladle__fence fence);
+
 typedef struct ladle__pool_stats {
   uint64_t system_allocs; /* blocks obtained from the allocator so far */
   uint64_t reuses;        /* allocations served from the free lists */

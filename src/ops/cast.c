@@ -26,10 +26,33 @@ static ladle_status cast_run(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+#include "ops/kernels/gpu_kernels.h"
+
+static ladle_status cast_run_batch(ladle__node *n, ladle__gpu *g) {
+  int batch = n->config->batch_size;
+  ladle__gpu_convert_desc *d = NULL;
+  /* run_batch runs between parallel passes: worker 0's scratch is free. */
+  ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d);
+  for (int i = 0; st == LADLE_OK && i < batch; i++)
+    d[i] = (ladle__gpu_convert_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
+                                     (size_t)ladle__batch_sample_elems(n->in_batches[0], i)};
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_convert_param_bytes(batch);
+  if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
+  return st == LADLE_OK ? ladle__gpu_convert(d, batch, n->out[0].dtype, n->in[0].dtype, host, dev, bytes, g->stream)
+                        : st;
+}
+#define CAST_RUN_BATCH cast_run_batch
+#else
+#define CAST_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_cast = {
     .schema = {"cast", "Converts elements to `dtype` (floats to integers: round to nearest even, saturate).", 1, 1, 1,
-               LADLE_ON_CPU, 1, cast_args},
+               LADLE_ON_CPU_GPU, 1, cast_args},
     .init = cast_init,
     .setup = cast_setup,
     .run = cast_run,
+    .run_batch = CAST_RUN_BATCH,
 };

@@ -275,32 +275,98 @@ static ladle_status cmn_run(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+#include "ops/kernels/gpu_kernels.h"
+
+static sample_state *state_of(const ladle__node *n, int i) {
+  return (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+}
+
+/* Descriptor arrays live in worker 0's scratch: run_batch runs between
+ * parallel passes, when no worker uses it. */
+static ladle_status descriptors(ladle__node *n, size_t bytes, void **out) {
+  return ladle__scratch(n, &(ladle__sample){.worker = 0}, bytes, out);
+}
+
+/* crop and flip: one byte-copy launch per batch. */
+static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g) {
+  int batch = n->config->batch_size, is_flip = n->def->schema.num_args == 2;
+  ladle__gpu_crop_flip_desc *d = NULL;
+  ladle_status st = descriptors(n, sizeof *d * (size_t)batch, (void **)&d);
+  uint8_t fill = 0;
+  if (st == LADLE_OK && !is_flip) st = fill_byte(n, n->state, n->in[0].dtype, &fill);
+  for (int i = 0; st == LADLE_OK && i < batch; i++) {
+    const int64_t *shape = ladle_batch_shape(n->in_batches[0], i);
+    int h = (int)shape[0], w = (int)shape[1];
+    ladle__sample s = {.slot = i};
+    sample_state win = is_flip ? (sample_state){0, 0, w, h} : *state_of(n, i);
+    d[i] = (ladle__gpu_crop_flip_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
+                                       h, w, (int)shape[2], ladle_dtype_size(n->in[0].dtype), win.x0, win.y0, win.w,
+                                       win.h, is_flip && ladle__arg_int(n, &s, 0) != 0,
+                                       is_flip && ladle__arg_int(n, &s, 1) != 0, fill};
+  }
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_crop_flip_param_bytes(batch);
+  if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
+  return st == LADLE_OK ? ladle__gpu_crop_flip(d, batch, host, dev, bytes, g->stream) : st;
+}
+
+static ladle_status cmn_run_batch(ladle__node *n, ladle__gpu *g) {
+  const crop_state *c = n->state;
+  int batch = n->config->batch_size;
+  ladle__gpu_cmn_desc *d = NULL;
+  ladle_status st = descriptors(n, sizeof *d * (size_t)batch, (void **)&d);
+  for (int i = 0; st == LADLE_OK && i < batch; i++) {
+    const int64_t *shape = ladle_batch_shape(n->in_batches[0], i);
+    const sample_state *win = state_of(n, i);
+    ladle__sample s = {.slot = i};
+    d[i] = (ladle__gpu_cmn_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
+                                 (int)shape[0], (int)shape[1], shape[1] * shape[2], c->cmn};
+    d[i].p.x0 = win->x0, d[i].p.y0 = win->y0, d[i].p.w = win->w, d[i].p.h = win->h;
+    d[i].p.channels = (int)shape[2];
+    d[i].p.mirror = ladle__arg_int(n, &s, ARG_MIRROR) != 0;
+  }
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_cmn_param_bytes(batch);
+  if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
+  return st == LADLE_OK ? ladle__gpu_crop_mirror_normalize(d, batch, host, dev, bytes, g->stream) : st;
+}
+#define CROP_FLIP_RUN_BATCH crop_flip_run_batch
+#define CMN_RUN_BATCH cmn_run_batch
+#else
+#define CROP_FLIP_RUN_BATCH NULL
+#define CMN_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_crop = {
     .schema = {"crop", "Cuts a window (crop, crop_w/crop_h at crop_pos_x/crop_pos_y) out of HWC images.", 1, 1, 1,
-               LADLE_ON_CPU, ARG_CROP_COUNT, crop_args},
+               LADLE_ON_CPU_GPU, ARG_CROP_COUNT, crop_args},
     .sample_state_size = sizeof(sample_state),
     .init = crop_init,
     .fini = state_fini,
     .setup = crop_setup,
     .run = crop_run,
+    .run_batch = CROP_FLIP_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_flip = {
     .schema = {"flip", "Flips HWC images horizontally and/or vertically (per-sample arguments allowed).", 1, 1, 1,
-               LADLE_ON_CPU, 2, flip_args},
+               LADLE_ON_CPU_GPU, 2, flip_args},
     .init = flip_init,
     .setup = flip_setup,
     .run = flip_run,
+    .run_batch = CROP_FLIP_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_crop_mirror_normalize = {
     .schema = {"crop_mirror_normalize",
                "Crops, mirrors, normalizes ((in - mean) / std * scale + shift), casts and lays out uint8 HWC "
                "images in one pass.",
-               1, 1, 1, LADLE_ON_CPU, ARG_CMN_COUNT, cmn_args},
+               1, 1, 1, LADLE_ON_CPU_GPU, ARG_CMN_COUNT, cmn_args},
     .sample_state_size = sizeof(sample_state),
     .init = cmn_init,
     .fini = state_fini,
     .setup = cmn_setup,
     .run = cmn_run,
+    .run_batch = CMN_RUN_BATCH,
 };

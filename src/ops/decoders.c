@@ -49,7 +49,17 @@ static const ladle_arg_schema crop_args[ARG_CROP_COUNT] = {
 typedef struct sample_state {
   ladle__image_info info;
   ladle__decode_params params;
+  const char *name; /* the sample's path, for run_batch's messages */
 } sample_state;
+
+#ifdef LADLE_HAVE_CUDA
+static ladle_status mixed_init(ladle__node *n, ladle__decoder_state *d);
+static void mixed_fini(ladle__decoder_state *d);
+static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g);
+#define MIXED_RUN_BATCH mixed_run_batch
+#else
+#define MIXED_RUN_BATCH NULL
+#endif
 
 static ladle_status decoder_init(ladle__node *n) {
   static const char *const colors[] = {"RGB", "BGR", "GRAY", NULL};
@@ -76,14 +86,23 @@ static ladle_status decoder_init(ladle__node *n) {
                                           aspect->u.floats[1], (int)ladle__arg_int(n, NULL, ARG_NUM_ATTEMPTS)};
   }
   n->out[0] = (ladle__out_desc){LADLE_UINT8, 3, "HWC"};
+#ifdef LADLE_HAVE_CUDA
+  if (n->device == LADLE_ON_MIXED) return mixed_init(n, d);
+#endif
   return LADLE_OK;
 }
 
-static void decoder_fini(ladle__node *n) { free(n->state); }
+static void decoder_fini(ladle__node *n) {
+#ifdef LADLE_HAVE_CUDA
+  if (n->state) mixed_fini(n->state);
+#endif
+  free(n->state);
+}
 
 static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
   const ladle__decoder_state *d = n->state;
   sample_state *ss = s->state;
+  ss->name = s->name ? s->name : "(unnamed)";
   ladle__tensor in = ladle__input(n, s, 0);
   ladle_status st = ladle__image_probe(in.data, (size_t)in.shape[0], s->name ? s->name : "(unnamed)", &ss->info);
   if (st != LADLE_OK) return st;
@@ -102,8 +121,10 @@ static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
     ss->params.roi_y = w.y;
     ss->params.roi_w = w.w;
     ss->params.roi_h = w.h;
-    ss->params.min_width = d->min_width;
-    ss->params.min_height = d->min_height;
+    if (n->device == LADLE_ON_CPU) { /* nvJPEG has no DCT scaling: keep both paths' sizes equal */
+      ss->params.min_width = d->min_width;
+      ss->params.min_height = d->min_height;
+    }
   }
   int w, h, c;
   st = ladle__image_output_size(&ss->info, &ss->params, s->name ? s->name : "(unnamed)", &w, &h, &c);
@@ -124,22 +145,203 @@ const ladle__op_def ladle__op_decoders_image = {
     .schema = {"decoders.image",
                "Decodes JPEG and PNG images (the format is sniffed from the bytes) to HWC uint8. CMYK becomes "
                "RGB, 16-bit PNG is reduced to 8 bits, alpha is dropped.",
-               1, 1, 1, LADLE_ON_CPU, ARG_COMMON_COUNT, image_args},
+               1, 1, 1, LADLE_ON_CPU_MIXED, ARG_COMMON_COUNT, image_args},
     .sample_state_size = sizeof(sample_state),
     .init = decoder_init,
     .fini = decoder_fini,
     .setup = decoder_setup,
     .run = decoder_run,
+    .run_batch = MIXED_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_decoders_image_random_crop = {
     .schema = {"decoders.image_random_crop",
                "Decodes a random window of each image (area fraction in random_area, aspect ratio in "
                "random_aspect_ratio), decoding only that window.",
-               1, 1, 1, LADLE_ON_CPU, ARG_CROP_COUNT, crop_args},
+               1, 1, 1, LADLE_ON_CPU_MIXED, ARG_CROP_COUNT, crop_args},
     .sample_state_size = sizeof(sample_state),
     .init = decoder_init,
     .fini = decoder_fini,
     .setup = decoder_setup,
     .run = decoder_run,
+    .run_batch = MIXED_RUN_BATCH,
 };
+
+#ifdef LADLE_HAVE_CUDA
+/* --- the mixed backend ------------------------------------------------------
+ * JPEGs nvJPEG accepts (orientation 1) are decoded by it, on the hardware
+ * engines where the GPU has them, straight into the output batch (only the
+ * crop window where the backend supports regions, else the whole image and a
+ * crop kernel). Every other image is decoded on the CPU workers into pinned
+ * memory and copied up. Both give the same output shape, so a batch may mix
+ * them. One nvJPEG decoder serves all pipelines on a device: several
+ * hardware decoders driven from several threads hung on the H200
+ * (GPU-NOTES.md), so decodes on one device take turns. */
+#include <pthread.h>
+#include <stdio.h>
+
+#include "codec/nvjpeg.h"
+#include "core/threads.h"
+#include "cuda/runtime.h"
+#include "ops/kernels/gpu_kernels.h"
+
+#define MAX_DEVICES 64
+
+typedef struct ladle__shared_nvjpeg {
+  pthread_mutex_t lock;
+  ladle__nvjpeg_decoder *decoder;
+  int roi;
+} ladle__shared_nvjpeg;
+
+static ladle__shared_nvjpeg shared[MAX_DEVICES];
+static pthread_mutex_t shared_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static ladle_status mixed_init(ladle__node *n, ladle__decoder_state *d) {
+  int device = n->config->device_id;
+  if (device < 0 || device >= MAX_DEVICES || !ladle__nvjpeg_available()) return LADLE_OK; /* CPU decodes */
+  ladle_status st = LADLE_OK;
+  pthread_mutex_lock(&shared_lock);
+  ladle__shared_nvjpeg *sh = &shared[device];
+  if (!sh->decoder) {
+    ladle__nvjpeg_params params;
+    ladle__nvjpeg_params_init(&params);
+    params.device_id = device;
+    params.max_batch = n->config->batch_size;
+    st = ladle__nvjpeg_decoder_create(&params, &sh->decoder);
+    if (st == LADLE_OK) {
+      pthread_mutex_init(&sh->lock, NULL);
+      sh->roi = ladle__nvjpeg_decoder_supports_roi(sh->decoder);
+    }
+  }
+  pthread_mutex_unlock(&shared_lock);
+  if (st != LADLE_OK) return ladle__wrap_error(st, "%s (device=\"mixed\")", n->def->schema.name);
+  d->nvjpeg = sh; /* kept for the life of the process */
+  return LADLE_OK;
+}
+
+static void mixed_fini(ladle__decoder_state *d) {}
+
+typedef struct cpu_job {
+  ladle__node *node;
+  const int *slots;
+  uint8_t *staging; /* pinned */
+  const size_t *offsets;
+  ladle_status status;
+  char error[LADLE_ERROR_MAX];
+  int failed_slot;
+  pthread_mutex_t lock;
+} cpu_job;
+
+static void cpu_decode_one(void *ctx, int item, int worker) {
+  cpu_job *job = ctx;
+  ladle__node *n = job->node;
+  int slot = job->slots[item];
+  sample_state *ss = (sample_state *)(n->sample_states + (size_t)slot * sizeof(sample_state));
+  const ladle_batch *in = n->in_batches[0];
+  ladle_status st = ladle__image_decode(ladle_batch_data(in, slot), (size_t)ladle_batch_shape(in, slot)[0], ss->name,
+                                        &ss->info, &ss->params, job->staging + job->offsets[item]);
+  if (st == LADLE_OK) return;
+  pthread_mutex_lock(&job->lock);
+  if (slot < job->failed_slot) {
+    job->failed_slot = slot;
+    job->status = st;
+    snprintf(job->error, sizeof job->error, "sample %d (\"%s\"): %s", slot, ss->name, ladle_last_error());
+  }
+  pthread_mutex_unlock(&job->lock);
+}
+
+static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
+  ladle_status st = LADLE_OK;
+  const ladle__decoder_state *d = n->state;
+  ladle__shared_nvjpeg *sh = d->nvjpeg;
+  int batch = n->config->batch_size;
+  const ladle_batch *in = n->in_batches[0];
+  ladle_batch *out = n->out_batches[0];
+  ladle__nvjpeg_image *images = NULL;
+  /* Whole-image decodes that need a crop afterwards, when the backend has no regions. */
+  ladle__gpu_crop_flip_desc *crops = NULL;
+  int num_crops = 0;
+  int *cpu_slots = NULL, num_gpu = 0, num_cpu = 0, locked = 0;
+  size_t *cpu_offsets = NULL, cpu_bytes = 0;
+  LADLE_ALLOC(images, batch);
+  LADLE_ALLOC(cpu_slots, batch);
+  LADLE_ALLOC(cpu_offsets, batch + 1);
+  ladle__nvjpeg_format format = d->color == LADLE__COLOR_BGR ? LADLE__NVJPEG_BGR
+                                : d->color == LADLE__COLOR_GRAY ? LADLE__NVJPEG_GRAY : LADLE__NVJPEG_RGB;
+  if (sh) {
+    pthread_mutex_lock(&sh->lock);
+    locked = 1;
+  }
+  LADLE_ALLOC(crops, batch);
+  for (int i = 0; i < batch; i++) {
+    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+    const uint8_t *data = ladle_batch_data(in, i);
+    size_t size = (size_t)ladle_batch_shape(in, i)[0];
+    const int64_t *shape = ladle_batch_shape(out, i);
+    int supported = 0;
+    int upright = ss->info.orientation == 1 || !ss->params.apply_orientation;
+    ladle__nvjpeg_roi roi = {ss->params.roi_x, ss->params.roi_y, ss->params.roi_w, ss->params.roi_h};
+    int cropped = ss->params.has_roi && (roi.w != ss->info.stored_width || roi.h != ss->info.stored_height);
+    if (sh && ss->info.format == LADLE__IMAGE_JPEG && upright)
+      LADLE_TRY(ladle__nvjpeg_supported(sh->decoder, 0, data, size, NULL, cropped && sh->roi ? &roi : NULL,
+                                        &supported));
+    if (!supported) {
+      cpu_slots[num_cpu] = i;
+      cpu_offsets[num_cpu++] = cpu_bytes;
+      cpu_bytes += (size_t)(shape[0] * shape[1] * shape[2] + 63) & ~(size_t)63;
+      continue;
+    }
+    ladle__nvjpeg_image *im = &images[num_gpu++];
+    *im = (ladle__nvjpeg_image){data, size, ss->name, ladle_batch_data(out, i), (size_t)(shape[1] * shape[2]), 0, roi};
+    if (cropped && sh->roi) {
+      im->has_roi = 1;
+    } else if (cropped) {
+      int channels = (int)shape[2];
+      void *full = NULL;
+      LADLE_TRY(ladle__gpu_device_scratch(g, (size_t)ss->info.stored_width * ss->info.stored_height * channels,
+                                          &full));
+      im->out = full;
+      im->pitch = (size_t)ss->info.stored_width * channels;
+      crops[num_crops++] = (ladle__gpu_crop_flip_desc){full, ladle_batch_data(out, i), ss->info.stored_height,
+                                                       ss->info.stored_width, channels, 1, roi.x, roi.y, roi.w,
+                                                       roi.h, 0, 0, 0};
+    }
+  }
+  if (num_gpu) LADLE_TRY(ladle__nvjpeg_decode(sh->decoder, images, num_gpu, format, g->stream));
+  if (locked) {
+    pthread_mutex_unlock(&sh->lock);
+    locked = 0;
+  }
+  if (num_crops) {
+    void *host = NULL, *dev = NULL;
+    size_t bytes = ladle__gpu_crop_flip_param_bytes(num_crops);
+    LADLE_TRY(ladle__gpu_params(g, bytes, &host, &dev));
+    LADLE_TRY(ladle__gpu_crop_flip(crops, num_crops, host, dev, bytes, g->stream));
+  }
+  if (num_cpu) {
+    uint8_t *staging = NULL;
+    LADLE_TRY(ladle__gpu_host_scratch(g, cpu_bytes, (void **)&staging));
+    cpu_job job = {.node = n, .slots = cpu_slots, .staging = staging, .offsets = cpu_offsets, .failed_slot = batch};
+    pthread_mutex_init(&job.lock, NULL);
+    ladle__parallel_for(g->workers, num_cpu, cpu_decode_one, &job);
+    pthread_mutex_destroy(&job.lock);
+    if (job.status != LADLE_OK) {
+      ladle__restore_error(job.error);
+      st = job.status;
+      goto done;
+    }
+    for (int k = 0; k < num_cpu; k++) {
+      int slot = cpu_slots[k];
+      LADLE_TRY(ladle__cuda_copy(ladle_batch_data(out, slot), staging + cpu_offsets[k],
+                                 out->offsets[slot + 1] - out->offsets[slot], g->stream));
+    }
+  }
+done:
+  if (locked) pthread_mutex_unlock(&sh->lock);
+  free(images);
+  free(cpu_slots);
+  free(cpu_offsets);
+  free(crops);
+  return st;
+}
+#endif

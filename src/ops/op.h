@@ -43,6 +43,11 @@ typedef struct ladle__out_desc {
   char layout[8];
 } ladle__out_desc;
 
+/* What a GPU or mixed operator gets for its batch-wide run: the pipeline's
+ * stream and memory, and a way to keep host memory alive until the
+ * iteration's GPU work has completed. */
+typedef struct ladle__gpu ladle__gpu;
+
 typedef struct ladle__op_def {
   ladle_op_schema schema;
   size_t sample_state_size;
@@ -59,9 +64,22 @@ typedef struct ladle__op_def {
   ladle_status (*reader_meta)(ladle__node *node, ladle_reader_meta *meta);
   /* Per sample: set each output's shape with ladle__set_shape. Required. */
   ladle_status (*setup)(ladle__node *node, ladle__sample *s);
-  /* Per sample: write the outputs. Required. */
+  /* Per sample: write the outputs. Required for operators that run on the CPU. */
   ladle_status (*run)(ladle__node *node, ladle__sample *s);
+  /* GPU and mixed operators: queue the whole batch's work on the pipeline's
+   * stream, after setup has run for every sample on the host. */
+  ladle_status (*run_batch)(ladle__node *node, ladle__gpu *g);
 } ladle__op_def;
+
+/* The devices an operator built into this library can run on: GPU variants
+ * exist only when CUDA was compiled in. */
+#ifdef LADLE_HAVE_CUDA
+#define LADLE_ON_CPU_GPU (LADLE_ON_CPU | LADLE_ON_GPU)
+#define LADLE_ON_CPU_MIXED (LADLE_ON_CPU | LADLE_ON_MIXED)
+#else
+#define LADLE_ON_CPU_GPU LADLE_ON_CPU
+#define LADLE_ON_CPU_MIXED LADLE_ON_CPU
+#endif
 
 /* An argument as resolved for a node: the given value or the default, or a
  * per-sample source. */
@@ -101,6 +119,7 @@ struct ladle__node {
 /* Pipeline-wide settings an operator may read. */
 typedef struct ladle__pipeline_config {
   int batch_size;
+  int device_id;
   uint64_t seed;
   int64_t max_pixels;
   int num_workers;
@@ -120,6 +139,27 @@ int64_t ladle__arg_int(const ladle__node *node, const ladle__sample *s, int arg)
 double ladle__arg_float(const ladle__node *node, const ladle__sample *s, int arg);
 const ladle_value *ladle__arg_value(const ladle__node *node, int arg);
 const char *ladle__arg_string(const ladle__node *node, int arg);
+
+/* GPU helpers (pipeline/gpu.c). */
+struct ladle__gpu {
+  void *stream;               /* the pipeline's cudaStream_t */
+  int device_id;
+  ladle__pool *device_pool;   /* device memory: stream-ordered reuse */
+  ladle__pool *pinned_pool;   /* pinned host memory */
+  ladle_thread_pool *workers; /* the pipeline's workers, for CPU work inside run_batch */
+  void *state;                /* the executor's, per iteration */
+};
+
+/* Pinned host memory and device memory of `bytes` each, for one launch's
+ * parameters: both stay valid until the iteration's GPU work has completed. */
+ladle_status ladle__gpu_params(ladle__gpu *g, size_t bytes, void **host, void **dev);
+/* Keeps a host batch (read by queued copies) alive until the iteration's GPU
+ * work has completed. */
+ladle_status ladle__gpu_keep(ladle__gpu *g, ladle_batch *batch);
+/* Pinned host scratch, and device scratch, of `bytes`, alive until the
+ * iteration's GPU work completes. */
+ladle_status ladle__gpu_host_scratch(ladle__gpu *g, size_t bytes, void **host);
+ladle_status ladle__gpu_device_scratch(ladle__gpu *g, size_t bytes, void **dev);
 
 /* A per-worker buffer of at least `size` bytes, reused across samples and
  * iterations (so a warm pipeline allocates nothing). Fails with OOM. */

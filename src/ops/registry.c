@@ -15,6 +15,7 @@ extern const ladle__op_def ladle__op_crop_mirror_normalize;
 extern const ladle__op_def ladle__op_cast;
 extern const ladle__op_def ladle__op_random_coin_flip;
 extern const ladle__op_def ladle__op_random_uniform;
+extern const ladle__op_def ladle__op_transfer_to_gpu;
 
 static const ladle__op_def *const registry[] = {
     &ladle__op_readers_file,
@@ -28,6 +29,7 @@ static const ladle__op_def *const registry[] = {
     &ladle__op_cast,
     &ladle__op_random_coin_flip,
     &ladle__op_random_uniform,
+    &ladle__op_transfer_to_gpu,
 };
 
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))

@@ -78,6 +78,7 @@ typedef struct resize_state {
 typedef struct sample_state {
   double src_x, src_y, src_w, src_h;
   int out_w, out_h;
+  ladle__resize_axis ax, ay; /* GPU: planned in setup (in parallel), freed after the launch */
 } sample_state;
 
 static int parse_interp(const char *text) {
@@ -143,7 +144,14 @@ static ladle_status rrc_init(ladle__node *n) {
   return LADLE_OK;
 }
 
-static void resize_fini(ladle__node *n) { free(n->state); }
+static void resize_fini(ladle__node *n) {
+  for (int i = 0; n->sample_states && i < n->config->batch_size; i++) {
+    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+    ladle__resize_axis_free(&ss->ax);
+    ladle__resize_axis_free(&ss->ay);
+  }
+  free(n->state);
+}
 
 int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
   const resize_state *r = n->state;
@@ -164,6 +172,17 @@ int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
   return 1;
 }
 
+/* The filter tables of one sample. */
+static ladle_status plan_axes(const resize_state *r, sample_state *ss, int in_w, int in_h) {
+  ladle__interp fx = ss->src_w > ss->out_w ? r->min_filter : r->mag_filter;
+  ladle__interp fy = ss->src_h > ss->out_h ? r->min_filter : r->mag_filter;
+  ladle__resize_axis_free(&ss->ax);
+  ladle__resize_axis_free(&ss->ay);
+  ladle_status st = ladle__resize_axis_plan(&ss->ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
+  return st == LADLE_OK ? ladle__resize_axis_plan(&ss->ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias)
+                        : st;
+}
+
 static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
   const resize_state *r = n->state;
   sample_state *ss = s->state;
@@ -175,59 +194,90 @@ static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
     ladle__rng rng;
     ladle__sample_rng(n, s, &rng);
     ladle__window w = ladle__random_crop_window(&rng, in_w, in_h, &r->crop);
-    *ss = (sample_state){w.x, w.y, w.w, w.h, r->rrc_w, r->rrc_h};
+    ss->src_x = w.x, ss->src_y = w.y, ss->src_w = w.w, ss->src_h = w.h;
+    ss->out_w = r->rrc_w, ss->out_h = r->rrc_h;
   } else {
     ladle_status st = ladle__resize_output_size(n, s, &r->size, in_w, in_h, &ss->out_w, &ss->out_h);
     if (st != LADLE_OK) return st;
-    *ss = (sample_state){0, 0, in_w, in_h, ss->out_w, ss->out_h};
+    ss->src_x = 0, ss->src_y = 0, ss->src_w = in_w, ss->src_h = in_h;
   }
   int64_t shape[3] = {ss->out_h, ss->out_w, in.shape[2]};
   ladle__set_shape(n, s, 0, shape);
-  return LADLE_OK;
+  if (n->device == LADLE_ON_CPU) return LADLE_OK;
+  return plan_axes(r, ss, in_w, in_h);
 }
 
 static ladle_status resize_run(ladle__node *n, ladle__sample *s) {
   const resize_state *r = n->state;
-  const sample_state *ss = s->state;
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
   int in_h = (int)in.shape[0], in_w = (int)in.shape[1], c = (int)in.shape[2];
-  ladle__resize_axis ax = {0}, ay = {0};
-  ladle__interp fx = ss->src_w > ss->out_w ? r->min_filter : r->mag_filter;
-  ladle__interp fy = ss->src_h > ss->out_h ? r->min_filter : r->mag_filter;
+  sample_state *plan = s->state;
   void *scratch = NULL;
-  ladle_status st = ladle__resize_axis_plan(&ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
-  if (st == LADLE_OK) st = ladle__resize_axis_plan(&ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias);
-  if (st == LADLE_OK) st = ladle__scratch(n, s, ladle__resize_scratch_size(&ax, &ay, in_h, c), &scratch);
+  ladle_status st = plan_axes(r, plan, in_w, in_h);
+  if (st == LADLE_OK) st = ladle__scratch(n, s, ladle__resize_scratch_size(&plan->ax, &plan->ay, in_h, c), &scratch);
   if (st == LADLE_OK) {
     if (in.dtype == LADLE_UINT8)
-      ladle__resize_u8(out.data, in.data, in_h, in_w * c, c, &ax, &ay, scratch);
+      ladle__resize_u8(out.data, in.data, in_h, in_w * c, c, &plan->ax, &plan->ay, scratch);
     else
-      ladle__resize_f32(out.data, in.data, in_h, in_w * c, c, &ax, &ay, scratch);
+      ladle__resize_f32(out.data, in.data, in_h, in_w * c, c, &plan->ax, &plan->ay, scratch);
   }
-  ladle__resize_axis_free(&ax);
-  ladle__resize_axis_free(&ay);
+  ladle__resize_axis_free(&plan->ax);
+  ladle__resize_axis_free(&plan->ay);
   return st;
 }
+
+#ifdef LADLE_HAVE_CUDA
+#include "ops/kernels/gpu_kernels.h"
+
+/* One launch for the batch with the tables planned in setup. */
+static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
+  int batch = n->config->batch_size;
+  ladle__gpu_resize_desc *d = NULL;
+  /* run_batch runs between parallel passes: worker 0's scratch is free. */
+  ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d);
+  for (int i = 0; st == LADLE_OK && i < batch; i++) {
+    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+    const int64_t *shape = ladle_batch_shape(n->in_batches[0], i);
+    d[i] = (ladle__gpu_resize_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
+                                    (int)shape[0], (int)shape[1], shape[1] * shape[2], (int)shape[2], &ss->ax, &ss->ay};
+  }
+  void *host = NULL, *dev = NULL;
+  size_t bytes = st == LADLE_OK ? ladle__gpu_resize_param_bytes(d, batch) : 0;
+  if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
+  if (st == LADLE_OK) st = ladle__gpu_resize(d, batch, n->in[0].dtype, host, dev, bytes, g->stream);
+  for (int i = 0; i < batch; i++) {
+    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+    ladle__resize_axis_free(&ss->ax);
+    ladle__resize_axis_free(&ss->ay);
+  }
+  return st;
+}
+#define RESIZE_RUN_BATCH resize_run_batch
+#else
+#define RESIZE_RUN_BATCH NULL
+#endif
 
 const ladle__op_def ladle__op_resize = {
     .schema = {"resize",
                "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
                "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
-               1, 1, 1, LADLE_ON_CPU, ARG_RESIZE_COUNT, resize_args},
+               1, 1, 1, LADLE_ON_CPU_GPU, ARG_RESIZE_COUNT, resize_args},
     .sample_state_size = sizeof(sample_state),
     .init = resize_init,
     .fini = resize_fini,
     .setup = resize_setup,
     .run = resize_run,
+    .run_batch = RESIZE_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_random_resized_crop = {
     .schema = {"random_resized_crop",
                "Crops a random window (random_area, random_aspect_ratio) and resizes it to `size`, in one pass.",
-               1, 1, 1, LADLE_ON_CPU, ARG_RRC_COUNT, rrc_args},
+               1, 1, 1, LADLE_ON_CPU_GPU, ARG_RRC_COUNT, rrc_args},
     .sample_state_size = sizeof(sample_state),
     .init = rrc_init,
     .fini = resize_fini,
     .setup = resize_setup,
     .run = resize_run,
+    .run_batch = RESIZE_RUN_BATCH,
 };

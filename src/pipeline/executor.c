@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "pipeline/gpu.h"
 #include "pipeline/pipeline.h"
 
 typedef struct pass {
@@ -75,6 +76,8 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
   int batch = p->params.batch_size;
   pass ps = {.p = p, .iteration = iteration, .generation = generation};
   pthread_mutex_init(&ps.lock, NULL);
+  ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  if (gpu) LADLE_TRY(ladle__gpu_begin(p->gpu));
   if (p->reader) {
     LADLE_TRY(p->reader->def->plan(p->reader, iteration, p->refs));
     for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
@@ -98,18 +101,36 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
         memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
                sizeof(int64_t) * ndim);
       ladle_batch *b = NULL;
-      LADLE_TRY(ladle__batch_create(p->host_pool, p->host_pool, n->out[k].dtype, batch, ndim, shapes,
+      ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
+      LADLE_TRY(ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes,
                                     n->out[k].layout, &b));
+      if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
       p->value_batches[n->first_output + k] = n->out_batches[k] = b;
     }
-    ps.setup = 0;
-    LADLE_TRY(run_pass(&ps));
+    if (n->device == LADLE_ON_CPU) {
+      ps.setup = 0;
+      LADLE_TRY(run_pass(&ps));
+    } else {
+      st = n->def->run_batch(n, gpu);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "iteration %lld", (long long)iteration);
+        goto done;
+      }
+    }
   }
   for (int k = 0; k < p->num_outputs; k++) {
     out[k] = p->value_batches[p->outputs[k]];
     ladle_batch_retain(out[k]);
   }
 done:
+  if (gpu) {
+    /* Also after a failure: what queued work reads must outlive it. */
+    ladle_status end = ladle__gpu_end(p->gpu, st == LADLE_OK ? out : NULL, st == LADLE_OK ? p->num_outputs : 0);
+    if (st == LADLE_OK && end != LADLE_OK) {
+      for (int k = 0; k < p->num_outputs; k++) ladle_batch_release(out[k]);
+      st = end;
+    }
+  }
   for (int v = 0; v < p->num_values; v++) {
     ladle_batch_release(p->value_batches[v]);
     p->value_batches[v] = NULL;

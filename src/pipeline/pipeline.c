@@ -9,6 +9,7 @@
 #include <strings.h>
 
 #include "ops/registry.h"
+#include "pipeline/gpu.h"
 #include "pipeline/plan.h"
 
 void ladle_pipeline_params_init(ladle_pipeline_params *p) {
@@ -44,6 +45,7 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   }
   LADLE_TRY(ladle__pool_create(&ladle__host_allocator, params->host_pool_cap, &p->host_pool));
   p->config.batch_size = params->batch_size;
+  p->config.device_id = params->device_id;
   p->config.seed = params->seed;
   p->config.max_pixels = params->max_pixels;
   p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
@@ -98,6 +100,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->value_batches);
   free(p->refs);
   free(p->names);
+  ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
   ladle__pool_release(p->host_pool);
   pthread_mutex_destroy(&p->lock);
@@ -340,11 +343,51 @@ static const ladle__out_desc *value_desc(const ladle_pipeline *p, int value) {
   return &p->nodes[r.node]->out[r.output];
 }
 
+static int on_gpu(const ladle_pipeline *p, int value) { return p->nodes[p->values[value].node]->device != LADLE_ON_CPU; }
+
+/* Where data lives: CPU operators read host memory, GPU operators device
+ * memory, mixed operators take host data and give device data; per-sample
+ * arguments are read on the host. Creates the GPU resources when needed. */
+static ladle_status check_placement(ladle_pipeline *p) {
+  int gpu = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const ladle__node *n = p->nodes[i];
+    const char *op = n->def->schema.name;
+    gpu |= n->device != LADLE_ON_CPU;
+    for (int k = 0; k < n->num_inputs; k++) {
+      int want_gpu = n->device == LADLE_ON_GPU;
+      if (on_gpu(p, n->inputs[k]) == want_gpu) continue;
+      if (want_gpu)
+        return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
+                          "%s (device=\"gpu\"): input %d is in host memory: move it with .gpu(), or use "
+                          "device=\"mixed\" where the operator has it",
+                          op, k);
+      return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
+                        "%s (device=\"%s\"): input %d is in GPU memory, which it cannot read", op,
+                        n->device == LADLE_ON_MIXED ? "mixed" : "cpu", k);
+    }
+    for (int k = 0; k < n->num_sources; k++)
+      if (on_gpu(p, n->sources[k]))
+        return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
+                          "%s: a per-sample argument must come from a CPU operator (it is read on the host)", op);
+  }
+  if (!gpu) return LADLE_OK;
+  ladle_status st = ladle__gpu_state_create(p->params.device_id, p->params.prefetch_queue_depth + 1,
+                                            p->params.host_pool_cap, p->pool, &p->gpu);
+  if (st != LADLE_OK) return st;
+  /* Host outputs go to pinned memory, so copies to the GPU are asynchronous. */
+  ladle__pool_release(p->host_pool);
+  p->host_pool = ladle__gpu_of(p->gpu)->pinned_pool;
+  ladle__pool_retain(p->host_pool);
+  return LADLE_OK;
+}
+
 ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
   if (p->built) return LADLE_OK;
   LADLE_CHECK(p->num_outputs > 0, LADLE_ERROR_STATE, "no outputs were set");
   int batch = p->params.batch_size;
+  LADLE_TRY(check_placement(p));
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     for (int k = 0; k < n->num_inputs; k++) n->in[k] = *value_desc(p, n->inputs[k]);

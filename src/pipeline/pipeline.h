@@ -38,6 +38,7 @@ struct ladle_pipeline {
   ladle__node *reader; /* the first reader: its plan gives every iteration's samples */
 
   /* Resources. */
+  struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */
   ladle_thread_pool *pool;
   int owns_pool;
   ladle__pool *host_pool;

@@ -1,0 +1,324 @@
+/* Batched separable resize on the GPU, and the crop+resize+normalize kernel
+ * behind ladle__gpu_fused: the CPU reference's filter tables and arithmetic
+ * (ops/kernels/resize.h), one launch per batch, a 32 x 8 output tile per block
+ * with the horizontal pass kept in shared memory. */
+/* A .cu file is only built with CUDA; the C headers it shares look for this. */
+#ifndef LADLE_HAVE_CUDA
+#define LADLE_HAVE_CUDA 1
+#endif
+
+#include "ops/kernels/gpu_kernels.h"
+
+#include <limits.h>
+#include <string.h>
+
+extern "C" {
+#include "core/error.h"
+}
+#include "cuda/runtime.h"
+
+namespace {
+
+enum { TILE_W = 32, TILE_H = 8, CHUNK_ROWS = 32, THREADS = TILE_W * TILE_H };
+
+/* One sample as the kernel sees it (built on the host, copied in one go). The
+ * output window (x0, y0, w, h, mirror) selects from the resized image R of
+ * rw x rh pixels; for a plain resize it is R itself. */
+struct resample_sample {
+  const void *in;
+  void *out;
+  const int32_t *xs, *ys; /* filter starts per R column / row */
+  const float *xw, *yw;   /* weights, taps per R column / row */
+  long long in_stride;    /* elements */
+  int channels;
+  int rw, rh, xtaps, ytaps;
+  int x0, y0, w, h, mirror;
+  float mean[4], mul[4], fill[4];
+  float shift;
+};
+
+/* What a launch does with each output pixel. */
+enum { MODE_RESIZE = 0, MODE_CMN = 1 };
+
+__device__ __forceinline__ float load_elem(const void *p, size_t i, int in_f32) {
+  return in_f32 ? ((const float *)p)[i] : (float)((const uint8_t *)p)[i];
+}
+
+/*
+ * grid (tiles x, tiles y, samples), block (32, 8). Thread (tx, ty) owns output
+ * pixel (X0 + tx, Y0 + ty) and keeps its vertical sums for all channels in
+ * registers; the horizontal pass of CHUNK_ROWS input rows at a time lands in
+ * shared memory, planar per channel so that a warp's 32 columns hit 32 banks.
+ * Rows are visited in increasing order, so each pixel's vertical sum is formed
+ * in tap order, as on the CPU.
+ */
+__global__ void __launch_bounds__(THREADS)
+    resample_kernel(const resample_sample *__restrict__ samples, int in_f32, int mode, int out_type, int chw,
+                    int pad) {
+  __shared__ float t[4][CHUNK_ROWS][TILE_W];
+  __shared__ int range[3]; /* first input row, one past the last, any column inside */
+
+  const resample_sample *sp = samples + blockIdx.z;
+  const int w = sp->w, h = sp->h;
+  const int X0 = blockIdx.x * TILE_W, Y0 = blockIdx.y * TILE_H;
+  if (X0 >= w || Y0 >= h) return; /* the whole block: this sample is smaller than the grid */
+
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * TILE_W + tx;
+  const int C = sp->channels, rw = sp->rw, rh = sp->rh;
+  const int xtaps = sp->xtaps, ytaps = sp->ytaps;
+  const int mirror = sp->mirror, x0 = sp->x0, y0 = sp->y0;
+  const int x = X0 + tx, y = Y0 + ty;
+  const int rx = mirror ? x0 + w - 1 - x : x0 + x; /* this pixel's column and row in R */
+  const int ry = y0 + y;
+  const bool pix = x < w && y < h;
+  const bool inside = pix && rx >= 0 && rx < rw && ry >= 0 && ry < rh;
+
+  /* Warp 0 finds the input rows the tile needs: lane l looks at tile row l
+   * (TILE_H <= 32) and at tile column l. */
+  if (ty == 0) {
+    int lo = INT_MAX, hi = INT_MIN, col_ok = 0;
+    const int yl = Y0 + tx, ryl = y0 + yl;
+    if (tx < TILE_H && yl < h && ryl >= 0 && ryl < rh) {
+      lo = sp->ys[ryl];
+      hi = lo + ytaps;
+    }
+    col_ok = x < w && rx >= 0 && rx < rw;
+    for (int s = 16; s > 0; s >>= 1) {
+      lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, s));
+      hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, s));
+    }
+    col_ok = __any_sync(0xffffffffu, col_ok);
+    if (tx == 0) {
+      range[0] = lo;
+      range[1] = hi;
+      range[2] = col_ok;
+    }
+  }
+  __syncthreads();
+  const int row_lo = range[0], row_hi = range[2] ? range[1] : range[0]; /* no column: no rows */
+
+  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  const int ys0 = inside ? sp->ys[ry] : 0;
+  const float *wy = sp->yw + (size_t)(inside ? ry : 0) * ytaps;
+
+  for (int c0 = row_lo; c0 < row_hi; c0 += CHUNK_ROWS) {
+    const int nrows = min(CHUNK_ROWS, row_hi - c0);
+    /* Horizontal pass: rows c0 .. c0 + nrows - 1, the tile's 32 columns. */
+    for (int q = tid; q < nrows * TILE_W; q += THREADS) {
+      const int r = q / TILE_W, j = q % TILE_W;
+      const int xj = X0 + j, rxj = mirror ? x0 + w - 1 - xj : x0 + xj;
+      if (xj >= w || rxj < 0 || rxj >= rw) continue;
+      const int s = sp->xs[rxj];
+      const float *wx = sp->xw + (size_t)rxj * xtaps;
+      const size_t row = (size_t)(c0 + r) * (size_t)sp->in_stride;
+      float a[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+      for (int k = 0; k < xtaps; k++) {
+        const float wk = wx[k];
+        const size_t px = row + (size_t)(s + k) * C;
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+          if (c < C) a[c] = __fadd_rn(a[c], __fmul_rn(wk, load_elem(sp->in, px + c, in_f32)));
+      }
+#pragma unroll
+      for (int c = 0; c < 4; c++)
+        if (c < C) t[c][r][j] = a[c];
+    }
+    __syncthreads();
+    /* Vertical pass: this pixel's taps whose rows are in the chunk, in order. */
+    if (inside) {
+      const int k_lo = max(0, c0 - ys0), k_hi = min(ytaps, c0 + nrows - ys0);
+      for (int k = k_lo; k < k_hi; k++) {
+        const float wk = wy[k];
+        const int r = ys0 + k - c0;
+#pragma unroll
+        for (int c = 0; c < 4; c++)
+          if (c < C) acc[c] = __fadd_rn(acc[c], __fmul_rn(wk, t[c][r][tx]));
+      }
+    }
+    __syncthreads();
+  }
+
+  if (!pix) return;
+  if (mode == MODE_RESIZE) { /* R itself, HWC, the input's type */
+    const size_t o = ((size_t)y * w + x) * C;
+#pragma unroll
+    for (int c = 0; c < 4; c++) {
+      if (c >= C) break;
+      if (in_f32)
+        ((float *)sp->out)[o + c] = acc[c];
+      else
+        ((uint8_t *)sp->out)[o + c] = ladle__f32_to_u8(acc[c]);
+    }
+    return;
+  }
+  /* MODE_CMN: R rounded to uint8 (as the unfused resize stores it), then
+   * normalized; fill outside R; the padding channel is 0. */
+  const int oc = C + pad;
+  const size_t plane = (size_t)w * h;
+  const size_t base = chw ? (size_t)y * w + x : ((size_t)y * w + x) * oc;
+  const size_t cstep = chw ? plane : 1;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    if (c >= oc) break;
+    float v;
+    if (c >= C)
+      v = 0.0f;
+    else if (!inside)
+      v = sp->fill[c];
+    else
+      v = ladle__gpu_normalize(ladle__f32_to_u8(acc[c]), sp->mean[c], sp->mul[c], sp->shift);
+    ladle__gpu_store(sp->out, base + (size_t)c * cstep, out_type, v);
+  }
+}
+
+size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* Bytes of the tables of one sample. */
+size_t table_bytes(const ladle__resize_axis *ax, const ladle__resize_axis *ay) {
+  return align16((size_t)ax->out_size * sizeof(int32_t)) + align16((size_t)ay->out_size * sizeof(int32_t)) +
+         align16((size_t)ax->out_size * ax->taps * sizeof(float)) +
+         align16((size_t)ay->out_size * ay->taps * sizeof(float));
+}
+
+int valid_axis(const ladle__resize_axis *a, int in_size) {
+  return a && a->start && a->weights && a->out_size >= 1 && a->taps >= 1 && a->taps <= a->in_size &&
+         a->in_size == in_size;
+}
+
+}  // namespace
+
+extern "C" size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n) {
+  size_t bytes = align16((size_t)(n > 0 ? n : 0) * sizeof(resample_sample));
+  for (int i = 0; i < n; i++)
+    if (d[i].ax && d[i].ay) bytes += table_bytes(d[i].ax, d[i].ay);
+  return bytes;
+}
+
+extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, const ladle__cmn_params *cmn, int n,
+                                            ladle_dtype in_type, void *host_params, void *dev_params,
+                                            size_t param_bytes, void *stream, const char *func) {
+  ladle_status st = LADLE_OK;
+  cudaStream_t s = ladle__cuda_stream(stream);
+  int max_w = 1, max_h = 1;
+  ladle_dtype out_type = in_type;
+  int chw = 0, pad = 0;
+  if (ladle__cuda_broken()) { /* LADLE_CUDA_ENTER, in the public caller's name */
+    st = ladle__cuda_check_latch(func);
+    goto done;
+  }
+  if (!(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && d && host_params && dev_params)) {
+    st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "bad batch (n = %d, or a NULL buffer)", n);
+    goto done;
+  }
+  if (in_type != LADLE_UINT8 && (in_type != LADLE_FLOAT32 || cmn)) {
+    st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "input type %s is not supported here",
+                          ladle_dtype_name(in_type));
+    goto done;
+  }
+  if (((uintptr_t)host_params & 15) || ((uintptr_t)dev_params & 15) ||
+      param_bytes < ladle__gpu_resize_param_bytes(d, n)) {
+    st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
+                          "parameter buffers must be 16-byte aligned and hold %zu bytes (got %zu)",
+                          ladle__gpu_resize_param_bytes(d, n), param_bytes);
+    goto done;
+  }
+  if (cmn) {
+    out_type = cmn[0].dtype;
+    chw = cmn[0].chw ? 1 : 0;
+    pad = cmn[0].pad_output ? 1 : 0;
+  }
+
+  {
+    resample_sample *hs = (resample_sample *)host_params;
+    uint8_t *hbase = (uint8_t *)host_params, *dbase = (uint8_t *)dev_params;
+    size_t off = align16((size_t)n * sizeof(resample_sample));
+    for (int i = 0; i < n; i++) {
+      const ladle__gpu_resize_desc *q = &d[i];
+      if (!q->in || !q->out || q->channels < 1 || q->channels > 4 || q->in_h < 1 || q->in_w < 1 ||
+          q->in_stride < (int64_t)q->in_w * q->channels || !valid_axis(q->ax, q->in_w) ||
+          !valid_axis(q->ay, q->in_h)) {
+        st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
+                              "sample %d: bad image (%dx%d, %d channels, stride %lld) or filter tables not "
+                              "planned for it",
+                              i, q->in_w, q->in_h, q->channels, (long long)q->in_stride);
+        goto done;
+      }
+      resample_sample *o = &hs[i];
+      memset(o, 0, sizeof *o);
+      o->in = q->in;
+      o->out = q->out;
+      o->in_stride = (long long)q->in_stride;
+      o->channels = q->channels;
+      o->rw = q->ax->out_size;
+      o->rh = q->ay->out_size;
+      o->xtaps = q->ax->taps;
+      o->ytaps = q->ay->taps;
+      if (cmn) {
+        const ladle__cmn_params *p = &cmn[i];
+        int dt = p->dtype;
+        if (p->channels != q->channels || p->w < 1 || p->h < 1 || q->channels + pad > 4 ||
+            !(dt == LADLE_UINT8 || dt == LADLE_FLOAT16 || dt == LADLE_FLOAT32 || dt == LADLE_INT32 ||
+              dt == LADLE_INT64) ||
+            p->dtype != out_type || (p->chw ? 1 : 0) != chw || (p->pad_output ? 1 : 0) != pad) {
+          st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
+                                "sample %d: bad crop_mirror_normalize parameters (channels %d for a %d-channel "
+                                "image, window %dx%d, dtype %d, chw %d, pad %d; the batch has dtype %d, chw %d, "
+                                "pad %d)",
+                                i, p->channels, q->channels, p->w, p->h, (int)p->dtype, p->chw, p->pad_output,
+                                (int)out_type, chw, pad);
+          goto done;
+        }
+        o->x0 = p->x0;
+        o->y0 = p->y0;
+        o->w = p->w;
+        o->h = p->h;
+        o->mirror = p->mirror ? 1 : 0;
+        for (int c = 0; c < q->channels; c++) {
+          o->mean[c] = p->mean[c];
+          o->mul[c] = p->inv_std[c] * p->scale; /* once, in float, as the CPU does */
+          o->fill[c] = p->fill[c];
+        }
+        o->shift = p->shift;
+      } else {
+        o->w = o->rw;
+        o->h = o->rh;
+      }
+      if (o->w > max_w) max_w = o->w;
+      if (o->h > max_h) max_h = o->h;
+
+      /* The tables, right after the parameters; pointers into dev_params. */
+      const size_t nxs = (size_t)o->rw * sizeof(int32_t), nys = (size_t)o->rh * sizeof(int32_t);
+      const size_t nxw = (size_t)o->rw * o->xtaps * sizeof(float), nyw = (size_t)o->rh * o->ytaps * sizeof(float);
+      memcpy(hbase + off, q->ax->start, nxs);
+      o->xs = (const int32_t *)(dbase + off);
+      off += align16(nxs);
+      memcpy(hbase + off, q->ay->start, nys);
+      o->ys = (const int32_t *)(dbase + off);
+      off += align16(nys);
+      memcpy(hbase + off, q->ax->weights, nxw);
+      o->xw = (const float *)(dbase + off);
+      off += align16(nxw);
+      memcpy(hbase + off, q->ay->weights, nyw);
+      o->yw = (const float *)(dbase + off);
+      off += align16(nyw);
+    }
+    if ((max_h + TILE_H - 1) / TILE_H > 65535) {
+      st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "an output of %d rows is too tall", max_h);
+      goto done;
+    }
+    LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, off, cudaMemcpyHostToDevice, s));
+    (void)cudaGetLastError(); /* a stale error from elsewhere must not be blamed on the launch */
+    dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)((max_h + TILE_H - 1) / TILE_H), (unsigned)n);
+    dim3 block(TILE_W, TILE_H);
+    resample_kernel<<<grid, block, 0, s>>>((const resample_sample *)dev_params, in_type == LADLE_FLOAT32,
+                                           cmn ? MODE_CMN : MODE_RESIZE, (int)out_type, chw, pad);
+    LADLE_CUDA_CHECK_LAUNCH(resample_kernel);
+  }
+done:
+  return st;
+}
+
+extern "C" ladle_status ladle__gpu_resize(const ladle__gpu_resize_desc *d, int n, ladle_dtype type,
+                                          void *host_params, void *dev_params, size_t param_bytes, void *stream) {
+  return ladle__gpu_resample(d, NULL, n, type, host_params, dev_params, param_bytes, stream, __func__);
+}
