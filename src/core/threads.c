@@ -14,12 +14,7 @@
 
 #include "core/error.h"
 
-typedef struct job {
-  ladle__item_fn fn;
-  void *ctx;
-  int n, next, done;
-  struct job *next_job;
-} job;
+typedef ladle__job job;
 
 typedef struct worker_arg {
   ladle_thread_pool *pool;
@@ -115,16 +110,28 @@ void ladle_thread_pool_destroy(ladle_thread_pool *pool) {
 
 int ladle_thread_pool_num_threads(const ladle_thread_pool *pool) { return pool->num_threads; }
 
-void ladle__parallel_for(ladle_thread_pool *pool, int n, ladle__item_fn fn, void *ctx) {
+void ladle__parallel_start(ladle_thread_pool *pool, job *j, int n, ladle__item_fn fn, void *ctx) {
+  *j = (job){fn, ctx, n, 0, 0, NULL};
   if (n <= 0) return;
-  job j = {fn, ctx, n, 0, 0, NULL};
   pthread_mutex_lock(&pool->lock);
   job **tail = &pool->jobs;
   while (*tail) tail = &(*tail)->next_job;
-  *tail = &j;
+  *tail = j;
   pthread_cond_broadcast(&pool->work);
-  while (j.done < n) pthread_cond_wait(&pool->done, &pool->lock);
   pthread_mutex_unlock(&pool->lock);
+}
+
+void ladle__parallel_wait(ladle_thread_pool *pool, job *j) {
+  if (j->n <= 0) return;
+  pthread_mutex_lock(&pool->lock);
+  while (j->done < j->n) pthread_cond_wait(&pool->done, &pool->lock);
+  pthread_mutex_unlock(&pool->lock);
+}
+
+void ladle__parallel_for(ladle_thread_pool *pool, int n, ladle__item_fn fn, void *ctx) {
+  job j;
+  ladle__parallel_start(pool, &j, n, fn, ctx);
+  ladle__parallel_wait(pool, &j);
 }
 
 int ladle__parse_cpu_list(const char *text, int *cpus, int max) {

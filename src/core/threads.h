@@ -8,6 +8,21 @@
  * worker running it, stable for the pool's life, for per-worker scratch. */
 typedef void (*ladle__item_fn)(void *ctx, int item, int worker);
 
+/* A loop in flight; the caller owns its storage until ladle__parallel_wait
+ * returns. */
+typedef struct ladle__job {
+  ladle__item_fn fn;
+  void *ctx;
+  int n, next, done;
+  struct ladle__job *next_job;
+} ladle__job;
+
+/* Queues fn(ctx, i, worker) for i in [0, n) and returns at once, so the
+ * caller can do other work (queue GPU decodes) while the workers run. */
+void ladle__parallel_start(ladle_thread_pool *pool, ladle__job *job, int n, ladle__item_fn fn, void *ctx);
+/* Returns when every item of the job has run. */
+void ladle__parallel_wait(ladle_thread_pool *pool, ladle__job *job);
+
 /* Runs fn(ctx, i, worker) for i in [0, n) on the pool and returns when every
  * item has run. Several threads may run loops on one pool at once; their
  * items interleave in arrival order. fn must not call ladle__parallel_for. */

@@ -14,6 +14,7 @@ typedef struct ladle__decoder_state {
   int random_crop;
   ladle__random_crop_params crop;
   int min_width, min_height; /* 0: decode at full resolution */
+  double gpu_share;          /* mixed: hw_decoder_load */
   struct ladle__shared_nvjpeg *nvjpeg; /* mixed: the device's decoder, or NULL (then the CPU decodes) */
 } ladle__decoder_state;
 

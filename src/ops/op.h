@@ -51,6 +51,9 @@ typedef struct ladle__gpu ladle__gpu;
 typedef struct ladle__op_def {
   ladle_op_schema schema;
   size_t sample_state_size;
+  /* 1 for operators that only move data (transfer.to_gpu): they take no
+   * random stream, so adding .gpu() does not change other operators' draws. */
+  int moves_data_only;
   /* Build time: check argument combinations and input descs (node->in[k]),
    * set every node->out[k]; may set node->state. Required. */
   ladle_status (*init)(ladle__node *node);
@@ -91,7 +94,7 @@ typedef struct ladle__arg {
 
 struct ladle__node {
   const ladle__op_def *def;
-  int id;                    /* position among the pipeline's operators: keys the RNG */
+  int id;                    /* position among the pipeline's operators that compute: keys the RNG */
   unsigned device;           /* one LADLE_ON_* bit */
   char *name;                /* instance name, or NULL */
   int num_inputs;

@@ -33,6 +33,7 @@ static ladle_status transfer_run_batch(ladle__node *n, ladle__gpu *g) {
 const ladle__op_def ladle__op_transfer_to_gpu = {
     .schema = {"transfer.to_gpu", "Copies a batch from host to GPU memory (DataNode.gpu()).", 1, 1, 1,
                LADLE_ON_MIXED, 0, NULL},
+    .moves_data_only = 1,
     .init = transfer_init,
     .setup = transfer_setup,
     .run_batch = transfer_run_batch,

@@ -260,7 +260,7 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   LADLE_ALLOC(n, 1);
   n->def = def;
   n->device = dev;
-  n->id = p->num_nodes;
+  n->id = p->num_computing;
   n->config = &p->config;
   n->num_inputs = num_inputs;
   n->num_outputs = schema->num_outputs;
@@ -314,6 +314,7 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   n->first_output = p->num_values;
   for (int k = 0; k < n->num_outputs; k++) p->values[p->num_values++] = (ladle__value_ref){p->num_nodes, k};
   p->nodes[p->num_nodes++] = n;
+  p->num_computing += !def->moves_data_only;
   *first_output = n->first_output;
   return LADLE_OK;
 done:

@@ -30,6 +30,7 @@ struct ladle_pipeline {
    * inputs must exist before an operator that reads them. */
   ladle__node **nodes;
   int num_nodes, cap_nodes;
+  int num_computing; /* nodes that are not data movement: the next random stream id */
   ladle__value_ref *values;
   int num_values, cap_values;
   int *outputs;
