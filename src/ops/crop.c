@@ -277,6 +277,7 @@ static ladle_status cmn_run(ladle__node *n, ladle__sample *s) {
 
 #ifdef LADLE_HAVE_CUDA
 #include "ops/kernels/gpu_kernels.h"
+#include "pipeline/plan.h"
 
 static sample_state *state_of(const ladle__node *n, int i) {
   return (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
@@ -311,7 +312,37 @@ static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g) {
   return st == LADLE_OK ? ladle__gpu_crop_flip(d, batch, host, dev, bytes, g->stream) : st;
 }
 
+/* crop_mirror_normalize with the resize before it in one kernel (plan.c). */
+static ladle_status fused_run_batch(ladle__node *n, ladle__gpu *g) {
+  const crop_state *c = n->state;
+  ladle__node *r = n->fused_from;
+  int batch = n->config->batch_size;
+  ladle__gpu_resize_desc *d = NULL;
+  ladle__cmn_params *p = NULL;
+  size_t desc_bytes = (sizeof *d * (size_t)batch + 63) & ~(size_t)63;
+  ladle_status st = descriptors(n, desc_bytes + sizeof *p * (size_t)batch, (void **)&d);
+  if (st == LADLE_OK) {
+    p = (ladle__cmn_params *)((uint8_t *)d + desc_bytes);
+    ladle__resize_gpu_descs(r, n->out_batches[0], d);
+    for (int i = 0; i < batch; i++) {
+      const sample_state *win = state_of(n, i);
+      ladle__sample s = {.slot = i};
+      p[i] = c->cmn;
+      p[i].x0 = win->x0, p[i].y0 = win->y0, p[i].w = win->w, p[i].h = win->h;
+      p[i].channels = d[i].channels;
+      p[i].mirror = ladle__arg_int(n, &s, ARG_MIRROR) != 0;
+    }
+    void *host = NULL, *dev = NULL;
+    size_t bytes = ladle__gpu_resize_param_bytes(d, batch);
+    st = ladle__gpu_params(g, bytes, &host, &dev);
+    if (st == LADLE_OK) st = ladle__gpu_fused(d, p, batch, host, dev, bytes, g->stream);
+  }
+  ladle__resize_free_plans(r);
+  return st;
+}
+
 static ladle_status cmn_run_batch(ladle__node *n, ladle__gpu *g) {
+  if (n->fused_from) return fused_run_batch(n, g);
   const crop_state *c = n->state;
   int batch = n->config->batch_size;
   ladle__gpu_cmn_desc *d = NULL;

@@ -107,6 +107,9 @@ struct ladle__node {
   int num_sources;
   int sources[LADLE_MAX_INPUTS]; /* value ids of per-sample arguments */
   void *state;                   /* the op's own, from init */
+  /* GPU fusion (pipeline/plan.c): a resize whose only reader is a
+   * crop_mirror_normalize runs inside that operator's kernel. */
+  ladle__node *fused_into, *fused_from;
   const struct ladle__pipeline_config *config;
 
   /* Per iteration, owned by the executor. */

@@ -229,27 +229,40 @@ static ladle_status resize_run(ladle__node *n, ladle__sample *s) {
 #ifdef LADLE_HAVE_CUDA
 #include "ops/kernels/gpu_kernels.h"
 
+static sample_state *state_of(const ladle__node *n, int i) {
+  return (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
+}
+
+void ladle__resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle__gpu_resize_desc *d) {
+  for (int i = 0; i < r->config->batch_size; i++) {
+    sample_state *ss = state_of(r, i);
+    const int64_t *shape = ladle_batch_shape(r->in_batches[0], i);
+    d[i] = (ladle__gpu_resize_desc){ladle_batch_data(r->in_batches[0], i), ladle_batch_data(out, i), (int)shape[0],
+                                    (int)shape[1], shape[1] * shape[2], (int)shape[2], &ss->ax, &ss->ay};
+  }
+}
+
+void ladle__resize_free_plans(ladle__node *r) {
+  for (int i = 0; i < r->config->batch_size; i++) {
+    ladle__resize_axis_free(&state_of(r, i)->ax);
+    ladle__resize_axis_free(&state_of(r, i)->ay);
+  }
+}
+
 /* One launch for the batch with the tables planned in setup. */
 static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
   int batch = n->config->batch_size;
   ladle__gpu_resize_desc *d = NULL;
+  void *host = NULL, *dev = NULL;
   /* run_batch runs between parallel passes: worker 0's scratch is free. */
   ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d);
-  for (int i = 0; st == LADLE_OK && i < batch; i++) {
-    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
-    const int64_t *shape = ladle_batch_shape(n->in_batches[0], i);
-    d[i] = (ladle__gpu_resize_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
-                                    (int)shape[0], (int)shape[1], shape[1] * shape[2], (int)shape[2], &ss->ax, &ss->ay};
+  if (st == LADLE_OK) {
+    ladle__resize_gpu_descs(n, n->out_batches[0], d);
+    size_t bytes = ladle__gpu_resize_param_bytes(d, batch);
+    st = ladle__gpu_params(g, bytes, &host, &dev);
+    if (st == LADLE_OK) st = ladle__gpu_resize(d, batch, n->in[0].dtype, host, dev, bytes, g->stream);
   }
-  void *host = NULL, *dev = NULL;
-  size_t bytes = st == LADLE_OK ? ladle__gpu_resize_param_bytes(d, batch) : 0;
-  if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
-  if (st == LADLE_OK) st = ladle__gpu_resize(d, batch, n->in[0].dtype, host, dev, bytes, g->stream);
-  for (int i = 0; i < batch; i++) {
-    sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
-    ladle__resize_axis_free(&ss->ax);
-    ladle__resize_axis_free(&ss->ay);
-  }
+  ladle__resize_free_plans(n);
   return st;
 }
 #define RESIZE_RUN_BATCH resize_run_batch

@@ -110,7 +110,7 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     if (n->device == LADLE_ON_CPU) {
       ps.setup = 0;
       LADLE_TRY(run_pass(&ps));
-    } else {
+    } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
       st = n->def->run_batch(n, gpu);
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);

@@ -126,3 +126,32 @@ def test_destroy_with_gpu_work_in_flight(sample_root):
         t = torch.from_dlpack(images)
         gpu.close()  # the executor is preparing the next iterations
         assert torch.isfinite(t.float()).all()
+
+
+def test_fused_path_equals_unfused(sample_root, monkeypatch):
+    """decode -> random_resized_crop/resize -> crop_mirror_normalize runs as one
+    kernel on the GPU; LADLE_NO_FUSION=1 (read at build) runs the operators one
+    by one. Both must give the same bytes, for float16 CHW and uint8 HWC."""
+    torch = pytest.importorskip("torch")
+
+    def build():
+        pipe = ladle.Pipeline(batch_size=8, num_threads=2, device_id=0, seed=21)
+        with pipe:
+            jpegs, _ = fn.readers.file(file_root=sample_root)
+            images = fn.decoders.image(jpegs, device="mixed")
+            a = fn.crop_mirror_normalize(fn.random_resized_crop(images, device="gpu", size=[128, 160]), device="gpu",
+                                         dtype=types.FLOAT16, mean=MEAN, std=STD, mirror=fn.random.coin_flip())
+            b = fn.crop_mirror_normalize(fn.resize(images, device="gpu", resize_shorter=140), device="gpu",
+                                         dtype=types.UINT8, output_layout="HWC", crop=[120, 120])
+            pipe.set_outputs(a, b)
+        pipe.build()
+        return pipe
+
+    fused = build()
+    monkeypatch.setenv("LADLE_NO_FUSION", "1")
+    unfused = build()
+    for _ in range(3):
+        for f, u in zip(fused.run(), unfused.run()):
+            assert torch.equal(torch.from_dlpack(f).cpu(), torch.from_dlpack(u).cpu())
+    fused.close()
+    unfused.close()
