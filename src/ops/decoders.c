@@ -51,10 +51,12 @@ typedef struct sample_state {
   ladle__image_info info;
   ladle__decode_params params;
   const char *name; /* the sample's path, for run_batch's messages */
+  int use_gpu;      /* mixed: nvJPEG decodes it (decided in setup, in parallel) */
 } sample_state;
 
 #ifdef LADLE_HAVE_CUDA
 static ladle_status mixed_init(ladle__node *n, ladle__decoder_state *d);
+static ladle_status mixed_route(ladle__node *n, ladle__sample *s, sample_state *ss);
 static void mixed_fini(ladle__decoder_state *d);
 static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g);
 #define MIXED_RUN_BATCH mixed_run_batch
@@ -133,6 +135,9 @@ static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
   if (st != LADLE_OK) return st;
   int64_t shape[3] = {h, w, c};
   ladle__set_shape(n, s, 0, shape);
+#ifdef LADLE_HAVE_CUDA
+  if (n->device == LADLE_ON_MIXED) return mixed_route(n, s, ss);
+#endif
   return LADLE_OK;
 }
 
@@ -190,10 +195,15 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
 
 #define MAX_DEVICES 64
 
+/* Header checks run on the workers, each with a parse object of its own:
+ * workers of several pipelines share them by index, one at a time. */
+#define PARSERS 64
+
 typedef struct ladle__shared_nvjpeg {
-  pthread_mutex_t lock;
+  pthread_mutex_t lock; /* decodes take turns */
   ladle__nvjpeg_decoder *decoder;
   int roi;
+  pthread_mutex_t parser_locks[PARSERS];
 } ladle__shared_nvjpeg;
 
 static ladle__shared_nvjpeg shared[MAX_DEVICES];
@@ -210,9 +220,11 @@ static ladle_status mixed_init(ladle__node *n, ladle__decoder_state *d) {
     ladle__nvjpeg_params_init(&params);
     params.device_id = device;
     params.max_batch = n->config->batch_size;
+    params.num_workers = PARSERS;
     st = ladle__nvjpeg_decoder_create(&params, &sh->decoder);
     if (st == LADLE_OK) {
       pthread_mutex_init(&sh->lock, NULL);
+      for (int k = 0; k < PARSERS; k++) pthread_mutex_init(&sh->parser_locks[k], NULL);
       sh->roi = ladle__nvjpeg_decoder_supports_roi(sh->decoder);
     }
   }
@@ -262,9 +274,36 @@ static int ends_with_eoi(const uint8_t *data, size_t size) {
   return size >= 4 && data[size - 2] == 0xFF && data[size - 1] == 0xD9;
 }
 
+/* Whether nvJPEG can take the image whole or cropped, when the backend has regions. */
+static ladle__nvjpeg_roi roi_of(const sample_state *ss, int *cropped) {
+  ladle__nvjpeg_roi roi = {ss->params.roi_x, ss->params.roi_y, ss->params.roi_w, ss->params.roi_h};
+  *cropped = ss->params.has_roi && (roi.w != ss->info.stored_width || roi.h != ss->info.stored_height);
+  return roi;
+}
+
 /* Which JPEGs go to nvJPEG: a deterministic share (gpu_share) spread evenly
  * over the batch, so the split, and so the output, does not vary by run. */
 static int to_gpu(int k, double share) { return (int)floor((k + 1) * share) > (int)floor(k * share); }
+
+/* Setup, on a worker: decides whether nvJPEG or the CPU decodes the sample. */
+static ladle_status mixed_route(ladle__node *n, ladle__sample *s, sample_state *ss) {
+  const ladle__decoder_state *d = n->state;
+  ladle__shared_nvjpeg *sh = d->nvjpeg;
+  ladle__tensor in = ladle__input(n, s, 0);
+  size_t size = (size_t)in.shape[0];
+  int upright = ss->info.orientation == 1 || !ss->params.apply_orientation;
+  ss->use_gpu = 0;
+  if (!sh || ss->info.format != LADLE__IMAGE_JPEG || !upright || !ends_with_eoi(in.data, size) ||
+      !to_gpu(s->slot, d->gpu_share))
+    return LADLE_OK;
+  int cropped, parser = s->worker % PARSERS;
+  ladle__nvjpeg_roi roi = roi_of(ss, &cropped);
+  pthread_mutex_lock(&sh->parser_locks[parser]);
+  ladle_status st = ladle__nvjpeg_supported(sh->decoder, parser, in.data, size, ss->name,
+                                            cropped && sh->roi ? &roi : NULL, &ss->use_gpu);
+  pthread_mutex_unlock(&sh->parser_locks[parser]);
+  return st;
+}
 
 static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   ladle_status st = LADLE_OK;
@@ -275,7 +314,7 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   ladle_batch *out = n->out_batches[0];
   ladle__nvjpeg_image *images = NULL;
   ladle__gpu_crop_flip_desc *crops = NULL; /* whole-image decodes to crop, where the backend has no regions */
-  int *cpu_slots = NULL, num_gpu = 0, num_cpu = 0, num_crops = 0, locked = 0, capable = 0, started = 0;
+  int *cpu_slots = NULL, num_gpu = 0, num_cpu = 0, num_crops = 0, locked = 0, started = 0;
   size_t *cpu_offsets = NULL, cpu_bytes = 0;
   ladle__job job;
   cpu_job work = {.node = n, .failed_slot = batch};
@@ -286,24 +325,14 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   LADLE_ALLOC(cpu_offsets, batch + 1);
   ladle__nvjpeg_format format = d->color == LADLE__COLOR_BGR ? LADLE__NVJPEG_BGR
                                 : d->color == LADLE__COLOR_GRAY ? LADLE__NVJPEG_GRAY : LADLE__NVJPEG_RGB;
-  if (sh) {
-    pthread_mutex_lock(&sh->lock);
-    locked = 1;
-  }
   for (int i = 0; i < batch; i++) {
     sample_state *ss = (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
     const uint8_t *data = ladle_batch_data(in, i);
     size_t size = (size_t)ladle_batch_shape(in, i)[0];
     const int64_t *shape = ladle_batch_shape(out, i);
-    ladle__nvjpeg_roi roi = {ss->params.roi_x, ss->params.roi_y, ss->params.roi_w, ss->params.roi_h};
-    int cropped = ss->params.has_roi && (roi.w != ss->info.stored_width || roi.h != ss->info.stored_height);
-    int upright = ss->info.orientation == 1 || !ss->params.apply_orientation;
-    int supported = 0;
-    if (sh && ss->info.format == LADLE__IMAGE_JPEG && upright && ends_with_eoi(data, size) &&
-        to_gpu(capable++, d->gpu_share))
-      LADLE_TRY(ladle__nvjpeg_supported(sh->decoder, 0, data, size, ss->name, cropped && sh->roi ? &roi : NULL,
-                                        &supported));
-    if (!supported) {
+    int cropped;
+    ladle__nvjpeg_roi roi = roi_of(ss, &cropped);
+    if (!ss->use_gpu) {
       cpu_slots[num_cpu] = i;
       cpu_offsets[num_cpu++] = cpu_bytes;
       cpu_bytes += (size_t)(shape[0] * shape[1] * shape[2] + 63) & ~(size_t)63;
@@ -333,7 +362,11 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
     ladle__parallel_start(g->workers, &job, num_cpu, cpu_decode_one, &work);
     started = 1;
   }
-  if (num_gpu) LADLE_TRY(ladle__nvjpeg_decode(sh->decoder, images, num_gpu, format, g->stream));
+  if (num_gpu) {
+    pthread_mutex_lock(&sh->lock);
+    locked = 1;
+    LADLE_TRY(ladle__nvjpeg_decode(sh->decoder, images, num_gpu, format, g->stream));
+  }
   if (locked) {
     pthread_mutex_unlock(&sh->lock);
     locked = 0;
