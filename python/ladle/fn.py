@@ -6,11 +6,15 @@ The schema "readers.file" becomes ``fn.readers.file``, "resize" becomes
 operator's arguments as keywords, ``device`` and ``name``, and returns a
 DataNode (or a tuple of them for an operator with several outputs). Call them
 inside a pipeline definition (``with pipe:`` or a ``@pipeline_def`` function).
+
+Readers (``fn.readers.*``) given neither ``shard_id`` nor ``num_shards`` shard
+by torchrun's environment: shard RANK of WORLD_SIZE when both are set.
 """
 
 import enum
 import inspect
 import keyword
+import os
 import sys
 import types as _pytypes
 import warnings
@@ -52,6 +56,25 @@ def _convert(public, spec, value):
     return _plain(value)
 
 
+def _shard_from_environment(public, kwargs):
+    """Under torchrun (RANK and WORLD_SIZE set) a reader given neither
+    shard_id nor num_shards reads shard RANK of WORLD_SIZE; giving either
+    argument turns this off. Returns the keyword arguments to use."""
+    if kwargs.get("shard_id") is not None or kwargs.get("num_shards") is not None:
+        return kwargs
+    rank, world = os.environ.get("RANK"), os.environ.get("WORLD_SIZE")
+    if rank is None or world is None:
+        return kwargs
+    try:
+        rank, world = int(rank), int(world)
+    except ValueError:
+        raise _ladle.InvalidArgumentError(
+            f"{public}: cannot shard by the environment: RANK={rank!r} and WORLD_SIZE={world!r} must be integers; "
+            "give shard_id and num_shards"
+        ) from None
+    return dict(kwargs, shard_id=rank, num_shards=world)
+
+
 def _make_operator(schema):
     op_name = schema["name"]
     public = "fn." + op_name
@@ -60,6 +83,7 @@ def _make_operator(schema):
     devices = schema["devices"]
     min_inputs, max_inputs = schema["min_inputs"], schema["max_inputs"]
     num_outputs = schema["num_outputs"]
+    shardable = op_name.startswith("readers.") and "shard_id" in specs and "num_shards" in specs
 
     def operator(*inputs, device=None, name=None, **kwargs):
         pipe = Pipeline.current()
@@ -95,6 +119,8 @@ def _make_operator(schema):
                 f"{public}: device={device!r} cannot take inputs in GPU memory; use device='gpu'"
             )
 
+        if shardable:
+            kwargs = _shard_from_environment(public, kwargs)
         args = []
         for key, value in kwargs.items():
             spec = specs.get(key)

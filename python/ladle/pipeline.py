@@ -7,6 +7,7 @@ called, so a wrong argument raises at the line that wrote it.
 
 import functools
 import inspect
+import json
 import os
 import threading
 import warnings
@@ -79,6 +80,19 @@ def _affinity(set_affinity):
     return None
 
 
+def _default_device(device_id):
+    """device_id as given; the default (-1) is LOCAL_RANK under torchrun when
+    that device exists, so each process of a distributed run takes its own GPU."""
+    if device_id is None:
+        return -1
+    device_id = int(device_id)
+    local_rank = os.environ.get("LOCAL_RANK", "")
+    if device_id != -1 or not local_rank.strip().isdigit():
+        return device_id
+    info = json.loads(_ladle.build_info())
+    return int(local_rank) if int(local_rank) < int(info.get("cuda_devices", 0)) else -1
+
+
 class DataNode:
     """An output of an operator in a pipeline graph.
 
@@ -125,7 +139,9 @@ class Pipeline:
     Arguments:
       batch_size: samples per iteration (required, >= 1).
       num_threads: CPU worker threads; -1 takes ladle's default (4).
-      device_id: the CUDA device, or -1 for none (CPU only).
+      device_id: the CUDA device, or -1 for none (CPU only). Under torchrun
+        (LOCAL_RANK set), the default -1 becomes LOCAL_RANK when ladle sees
+        more than LOCAL_RANK CUDA devices; pass None to stay off the GPU.
       seed: seed of every random choice. Unlike DALI, which draws a random
         seed when none is given, ladle's default (seed=-1) is 0, so runs are
         reproducible unless you ask otherwise. Output is bit-identical for
@@ -161,7 +177,7 @@ class Pipeline:
             prefetch_queue_depth = max(prefetch_queue_depth.values())
         self._batch_size = int(batch_size) if batch_size is not None else -1
         self._num_threads = int(num_threads) if num_threads is not None else -1
-        self._device_id = int(device_id) if device_id is not None else -1
+        self._device_id = _default_device(device_id)
         self._seed = 0 if seed is None or seed < 0 else int(seed)
         self._prefetch_queue_depth = int(prefetch_queue_depth)
         self._max_pixels = int(max_pixels) if max_pixels else 0

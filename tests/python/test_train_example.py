@@ -1,0 +1,129 @@
+"""examples/imagenet/train.py on the CPU: it learns the generated shapes set
+with ladle, resumes mid-epoch exactly, evaluates a checkpoint, runs under
+torch.distributed with 2 processes (gloo), and its torchvision path works."""
+
+import os
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+
+import ladle  # noqa: E402
+from ladle.datasets import make_shapes  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN = os.path.join(HERE, "..", "..", "examples", "imagenet", "train.py")
+PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
+CLASSES = 10
+# tinycnn at 32x32, 500 training images: 15 iterations of 32 per epoch.
+COMMON = ["-a", "tinycnn", "--image-size", "32", "-b", "32", "--lr", "0.8", "--warmup-epochs", "1", "-j", "2",
+          "--deterministic"]
+
+
+@pytest.fixture(scope="module")
+def shapes(tmp_path_factory):
+    root = str(tmp_path_factory.mktemp("shapes"))
+    make_shapes(root, classes=CLASSES, train_per_class=50, val_per_class=20, size=40, seed=0)
+    return root
+
+
+def run_train(args, env=None, timeout=300):
+    env = dict(os.environ if env is None else env, OMP_NUM_THREADS="1")
+    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, TRAIN] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                          timeout=timeout)
+    out = proc.stdout.decode(errors="replace")
+    assert proc.returncode == 0, out
+    return out
+
+
+def final(out, name):
+    m = re.search(rf"^##{name} ([\d.]+)$", out, re.M)
+    assert m, out
+    return float(m.group(1))
+
+
+def losses(out):
+    """{(epoch, iteration): loss} of every printed training iteration."""
+    return {(int(e), int(i)): float(v) for e, i, v in
+            re.findall(r"^Epoch: \[(\d+)\]\[(\d+)/\d+\].*?Loss ([\d.]+) ", out, re.M)}
+
+
+@pytest.mark.slow
+def test_learns_resumes_and_evaluates(shapes, tmp_path):
+    epochs = ["--epochs", "4", "-p", "1"]
+    full_ckpt, part_ckpt = str(tmp_path / "full.pth"), str(tmp_path / "part.pth")
+    full = run_train([shapes] + COMMON + epochs + ["--save", full_ckpt])
+    assert "data: ladle" in full
+    top1 = final(full, "Top-1")
+    assert top1 > 3 * 100.0 / CLASSES, full  # chance is 10%
+    assert final(full, "Top-5") >= top1
+    assert final(full, "Perf") > 0
+
+    # Stop in the middle of epoch 1, then resume: the same batches, so the same losses.
+    first = run_train([shapes] + COMMON + epochs + ["--save", part_ckpt, "--exit-after", "20"])
+    assert "stopped at epoch 1, iteration 5" in first
+    resumed = run_train([shapes] + COMMON + epochs + ["--save", part_ckpt, "--resume", part_ckpt])
+    assert "resumed from" in resumed and "epoch 1, iteration 5" in resumed
+    after = losses(resumed)
+    reference = losses(full)
+    assert min(after) == (1, 6) and len(after) == 4 * 15 - 20
+    assert after == {k: reference[k] for k in after}
+    assert final(resumed, "Top-1") == top1
+
+    # Evaluating the final checkpoint gives the last validation's figures.
+    evaluated = run_train([shapes] + COMMON + ["-e", "--resume", full_ckpt])
+    assert final(evaluated, "Top-1") == top1
+
+
+@pytest.mark.slow
+def test_pytorch_backend(shapes):
+    out = run_train([shapes] + COMMON + ["--epochs", "1", "-p", "5", "--save", "", "--data-backend", "pytorch",
+                                         "-j", "0"])
+    assert "data: pytorch" in out
+    assert final(out, "Top-1") > 100.0 / CLASSES
+
+
+def test_synthetic(shapes):
+    out = run_train([shapes, "--synthetic", "--iters-per-epoch", "3", "--epochs", "1", "-p", "1", "--save", ""]
+                    + COMMON)
+    assert "data: synthetic" in out and final(out, "Perf") > 0
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_two_processes_with_gloo(shapes):
+    # torchrun's environment (torch 1.13's torchrun itself fails on Python 3.11).
+    port = str(_free_port())
+    procs = []
+    for rank in range(2):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
+        env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
+        args = [shapes] + COMMON + ["-b", "16", "-j", "1", "--epochs", "1", "-p", "5", "--save", ""]
+        procs.append(subprocess.Popen([sys.executable, TRAIN] + args, env=env, stdout=subprocess.PIPE,
+                                      stderr=subprocess.STDOUT))
+    outs = []
+    for p in procs:
+        try:
+            outs.append(p.communicate(timeout=300)[0].decode(errors="replace"))
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail("distributed training hung")
+    assert [p.returncode for p in procs] == [0, 0], outs
+    out = outs[0]
+    assert "2 process(es) x batch 16" in out
+    assert "Epoch: [0][15/15]" in out  # 500 images / 2 ranks / 16, full batches only
+    assert "Val: 200 images" in out  # every validation image once over both ranks
+    assert final(out, "Top-1") >= 0 and outs[1].strip() == ""  # only rank 0 prints
