@@ -151,28 +151,37 @@ static ladle_status crop_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-/* The fill byte for crop/flip: only a single value that every byte of the
- * element can repeat (0 for any type, or 0..255 for uint8) is supported. */
-static ladle_status fill_byte(const ladle__node *n, const crop_state *c, ladle_dtype dtype, uint8_t *out) {
-  for (int k = 1; k < c->nfill; k++)
-    if (c->fill[k] != c->fill[0])
-      return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads with one fill value for all channels");
-  if (c->fill[0] == 0) *out = 0;
-  else if (dtype == LADLE_UINT8 && c->fill[0] >= 0 && c->fill[0] <= 255 && c->fill[0] == floorf(c->fill[0]))
-    *out = (uint8_t)c->fill[0];
-  else
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads %s images with 0 only", ladle_dtype_name(dtype));
-  return LADLE_OK;
+/* Writes fill_values (one per channel, converted to the element type like any
+ * value) over the output pixels whose source lies outside the input. */
+static void pad_window(void *out, ladle_dtype dtype, int channels, const crop_state *c, const sample_state *win,
+                       int in_w, int in_h) {
+  size_t elem = ladle_dtype_size(dtype), pixel = elem * (size_t)channels;
+  uint8_t value[4 * 8];
+  for (int k = 0; k < channels && k < 4; k++) ladle__convert(value + k * elem, dtype, &c->fill[k], LADLE_FLOAT32, 1);
+  int inside_lo = -win->x0 < 0 ? 0 : -win->x0;               /* first column with a source */
+  int inside_hi = in_w - win->x0 > win->w ? win->w : in_w - win->x0; /* one past the last */
+  for (int y = 0; y < win->h; y++) {
+    uint8_t *row = (uint8_t *)out + (size_t)y * win->w * pixel;
+    int sy = win->y0 + y, whole = sy < 0 || sy >= in_h || inside_hi <= inside_lo;
+    for (int x = 0; x < win->w; x++) {
+      if (!whole && x >= inside_lo && x < inside_hi) {
+        x = inside_hi - 1;
+        continue;
+      }
+      memcpy(row + (size_t)x * pixel, value, pixel);
+    }
+  }
 }
 
 static ladle_status crop_run(ladle__node *n, ladle__sample *s) {
   const sample_state *ss = s->state;
+  const crop_state *c = n->state;
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
-  uint8_t fill = 0;
-  ladle_status st = fill_byte(n, n->state, in.dtype, &fill);
-  if (st != LADLE_OK) return st;
-  ladle__crop_flip_hwc(out.data, in.data, (int)in.shape[0], (int)in.shape[1], (int)in.shape[2],
-                       ladle_dtype_size(in.dtype), ss->x0, ss->y0, ss->w, ss->h, 0, 0, fill);
+  int in_h = (int)in.shape[0], in_w = (int)in.shape[1], channels = (int)in.shape[2];
+  ladle__crop_flip_hwc(out.data, in.data, in_h, in_w, channels, ladle_dtype_size(in.dtype), ss->x0, ss->y0, ss->w,
+                       ss->h, 0, 0, 0);
+  int outside = ss->x0 < 0 || ss->y0 < 0 || ss->x0 + ss->w > in_w || ss->y0 + ss->h > in_h;
+  if (outside && channels <= 4) pad_window(out.data, in.dtype, channels, c, ss, in_w, in_h);
   return LADLE_OK;
 }
 
@@ -287,6 +296,20 @@ static sample_state *state_of(const ladle__node *n, int i) {
  * parallel passes, when no worker uses it. */
 static ladle_status descriptors(ladle__node *n, size_t bytes, void **out) {
   return ladle__scratch(n, &(ladle__sample){.worker = 0}, bytes, out);
+}
+
+/* The fill byte of the GPU crop kernel: only a single value that every byte
+ * of the element can repeat (0 for any type, or 0..255 for uint8). */
+static ladle_status fill_byte(const ladle__node *n, const crop_state *c, ladle_dtype dtype, uint8_t *out) {
+  for (int k = 1; k < c->nfill; k++)
+    if (c->fill[k] != c->fill[0])
+      return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads with one fill value for all channels");
+  if (c->fill[0] == 0) *out = 0;
+  else if (dtype == LADLE_UINT8 && c->fill[0] >= 0 && c->fill[0] <= 255 && c->fill[0] == floorf(c->fill[0]))
+    *out = (uint8_t)c->fill[0];
+  else
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "crop pads %s images with 0 only", ladle_dtype_name(dtype));
+  return LADLE_OK;
 }
 
 /* crop and flip: one byte-copy launch per batch. */

@@ -1,6 +1,7 @@
 /* random.coin_flip and random.uniform: one value (or a small tensor) per
  * sample, drawn from the sample's own stream, typically used as per-sample
  * arguments (mirror=fn.random.coin_flip()). */
+#include <math.h>
 #include <string.h>
 
 #include "ops/op.h"
@@ -58,12 +59,21 @@ static ladle_status random_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+/* Rounds to nearest (ties to even) and clamps to [lo, hi], as DALI converts
+ * random values to integer types. */
+static double round_clamp(double x, double lo, double hi) {
+  x = nearbyint(x);
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
 /* Stores x into element i of a numeric tensor. */
 static void store(void *data, ladle_dtype dtype, int64_t i, double x) {
   switch (dtype) {
-    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x); break;
-    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)x; break;
-    case LADLE_INT64: ((int64_t *)data)[i] = (int64_t)x; break;
+    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)round_clamp(x, 0, 255); break;
+    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)round_clamp(x, -2147483648.0, 2147483647.0); break;
+    case LADLE_INT64: /* the largest double below 2^63 */
+      ((int64_t *)data)[i] = (int64_t)round_clamp(x, -9223372036854775808.0, 9223372036854774784.0);
+      break;
     default: ((float *)data)[i] = (float)x; break;
   }
 }
