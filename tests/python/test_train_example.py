@@ -102,25 +102,36 @@ def _free_port():
 
 
 @pytest.mark.slow
-def test_two_processes_with_gloo(shapes):
+def test_two_processes_with_gloo(shapes, tmp_path):
     # torchrun's environment (torch 1.13's torchrun itself fails on Python 3.11).
+    # Output goes to files, not pipes: a rank blocked on a full pipe that nobody
+    # reads would stall the other rank in its all-reduce.
     port = str(_free_port())
-    procs = []
+    procs, logs = [], []
     for rank in range(2):
         env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
                    MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
         env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
         args = [shapes] + COMMON + ["-b", "16", "-j", "1", "--epochs", "1", "-p", "5", "--save", ""]
-        procs.append(subprocess.Popen([sys.executable, TRAIN] + args, env=env, stdout=subprocess.PIPE,
+        logs.append(open(tmp_path / f"rank{rank}.log", "w+b"))
+        procs.append(subprocess.Popen([sys.executable, TRAIN] + args, env=env, stdout=logs[-1],
                                       stderr=subprocess.STDOUT))
-    outs = []
+    hung = False
     for p in procs:
         try:
-            outs.append(p.communicate(timeout=300)[0].decode(errors="replace"))
+            p.wait(timeout=300)
         except subprocess.TimeoutExpired:
+            hung = True
             for q in procs:
                 q.kill()
-            pytest.fail("distributed training hung")
+            break
+    outs = []
+    for log in logs:
+        log.seek(0)
+        outs.append(log.read().decode(errors="replace"))
+        log.close()
+    if hung:
+        pytest.fail("distributed training hung; output:\n" + "\n----\n".join(o[-3000:] for o in outs))
     assert [p.returncode for p in procs] == [0, 0], outs
     out = outs[0]
     assert "2 process(es) x batch 16" in out
