@@ -84,24 +84,32 @@ def _launch(world, out_dir, files_dir, n, batch):
 
     python_dir = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
     port = _free_port()
-    procs = []
+    procs, files = [], []  # output to files: an unread full pipe would stall a rank
     for rank in range(world):
         env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
                    LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
                    OMP_NUM_THREADS="1")
         env["PYTHONPATH"] = python_dir + os.pathsep + env.get("PYTHONPATH", "")
+        files.append(open(os.path.join(out_dir, f"rank{rank}.log"), "w+b"))
         procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", out_dir, files_dir,
-                                       str(n), str(batch)], env=env, stdout=subprocess.PIPE,
+                                       str(n), str(batch)], env=env, stdout=files[-1],
                                       stderr=subprocess.STDOUT))
-    logs = []
+    hung = False
     for p in procs:
         try:
-            out, _ = p.communicate(timeout=180)
+            p.wait(timeout=180)
         except subprocess.TimeoutExpired:
+            hung = True
             for q in procs:
                 q.kill()
-            pytest.fail("a rank hung (uneven batch counts?)")
-        logs.append(out.decode(errors="replace"))
+            break
+    logs = []
+    for f in files:
+        f.seek(0)
+        logs.append(f.read().decode(errors="replace"))
+        f.close()
+    if hung:
+        pytest.fail("a rank hung (uneven batch counts?):\n" + "\n----\n".join(log[-2000:] for log in logs))
     for rank, (p, log) in enumerate(zip(procs, logs)):
         assert p.returncode == 0, f"rank {rank} failed:\n{log}"
     results = []
