@@ -53,6 +53,12 @@ def loader_panel(ax, r):
         lo.append(ips["median"] - ips["min"])
         hi.append(ips["max"] - ips["median"])
         colors.append(LADLE if x["loader"] == "ladle" else PEER)
+    # A whisker far beyond every median (a pass timed while a loader's queue was
+    # still full) would squash the bars: clip it at the axis and mark it.
+    limit = max(med) * 1.3
+    clipped = [m + h > limit for m, h in zip(med, hi)]
+    hi = [min(h, limit - m) for m, h in zip(med, hi)]
+    labels = [label + (" (max clipped)" if c else "") for label, c in zip(labels, clipped)]
     y = list(range(len(res)))[::-1]
     ax.barh(y, med, xerr=[lo, hi], color=colors, capsize=3, edgecolor="black", linewidth=0.4)
     ax.set_yticks(y)
