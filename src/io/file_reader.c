@@ -47,13 +47,7 @@ ladle_status ladle__file_reader_create(const ladle__file_reader_params *p,
   for (int i = 0; i < p->num_extensions; i++)
     LADLE_CHECK(p->extensions[i], LADLE_ERROR_INVALID_ARGUMENT, "extensions[%d] is NULL", i);
   /* Check what does not need the listing first: listing can take seconds. */
-  LADLE_CHECK(p->batch_size >= 1, LADLE_ERROR_INVALID_ARGUMENT, "batch_size (%d) must be >= 1",
-              p->batch_size);
-  LADLE_CHECK(p->num_shards >= 1, LADLE_ERROR_INVALID_ARGUMENT, "num_shards (%d) must be >= 1",
-              p->num_shards);
-  LADLE_CHECK(p->shard_id >= 0 && p->shard_id < p->num_shards, LADLE_ERROR_INVALID_ARGUMENT,
-              "shard_id (%d) must be in 0..num_shards-1 (num_shards = %d)", p->shard_id,
-              p->num_shards);
+  LADLE_TRY(ladle__sampler_check_batching(p->batch_size, p->num_shards, p->shard_id));
 
   LADLE_ALLOC(r, 1);
   const char *root = has_root ? p->file_root : NULL;

@@ -32,6 +32,17 @@ int64_t ladle__shard_begin(int64_t n, int num_shards, int shard) {
   return (int64_t)shard * q + ((int64_t)shard * r) / num_shards;
 }
 
+ladle_status ladle__sampler_check_batching(int batch_size, int num_shards, int shard_id) {
+  if (batch_size < 1)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "batch_size (%d) must be >= 1", batch_size);
+  if (num_shards < 1)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "num_shards (%d) must be >= 1", num_shards);
+  if (shard_id < 0 || shard_id >= num_shards)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "shard_id (%d) must be in 0..num_shards-1 (num_shards = %d)",
+                      shard_id, num_shards);
+  return LADLE_OK;
+}
+
 ladle_status ladle__sampler_create(const ladle__sampler_params *params, ladle__sampler **out) {
   ladle_status st = LADLE_OK;
   ladle__sampler *s = NULL;
@@ -40,13 +51,7 @@ ladle_status ladle__sampler_create(const ladle__sampler_params *params, ladle__s
   LADLE_CHECK(p->num_records >= 1 && (uint64_t)p->num_records <= UINT32_MAX,
               LADLE_ERROR_INVALID_ARGUMENT, "the number of records (%lld) must be in 1..%lu",
               (long long)p->num_records, (unsigned long)UINT32_MAX);
-  LADLE_CHECK(p->batch_size >= 1, LADLE_ERROR_INVALID_ARGUMENT, "batch_size (%d) must be >= 1",
-              p->batch_size);
-  LADLE_CHECK(p->num_shards >= 1, LADLE_ERROR_INVALID_ARGUMENT, "num_shards (%d) must be >= 1",
-              p->num_shards);
-  LADLE_CHECK(p->shard_id >= 0 && p->shard_id < p->num_shards, LADLE_ERROR_INVALID_ARGUMENT,
-              "shard_id (%d) must be in 0..num_shards-1 (num_shards = %d)", p->shard_id,
-              p->num_shards);
+  LADLE_TRY(ladle__sampler_check_batching(p->batch_size, p->num_shards, p->shard_id));
   /* As DALI: an empty shard could never yield a sample (nor a last sample to
    * pad with). */
   LADLE_CHECK(p->num_shards <= p->num_records, LADLE_ERROR_INVALID_ARGUMENT,

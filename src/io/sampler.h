@@ -66,6 +66,9 @@ typedef struct ladle__sampler ladle__sampler;
 
 /* Checks the parameters (errors name the bad one) and creates a sampler. */
 ladle_status ladle__sampler_create(const ladle__sampler_params *params, ladle__sampler **out);
+/* The checks of batch_size, num_shards and shard_id alone (callers run them
+ * before slow work, such as listing a folder tree). */
+ladle_status ladle__sampler_check_batching(int batch_size, int num_shards, int shard_id);
 /* NULL is allowed. */
 void ladle__sampler_destroy(ladle__sampler *sampler);
 

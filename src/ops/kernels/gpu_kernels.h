@@ -215,6 +215,30 @@ static __device__ __forceinline__ float ladle__gpu_normalize(uint8_t u, float me
   return __fadd_rn(__fmul_rn(__fsub_rn((float)u, mean), mul), shift);
 }
 
+/* Writes output pixel (x, y) of a crop_mirror_normalize result of w x h
+ * pixels (CHW or HWC): channel c < C is value[c] normalized when `inside`,
+ * fill[c] when not (value is then not read); a padding channel is 0. */
+static __device__ __forceinline__ void ladle__gpu_cmn_write(void *out, int out_type, int chw, int pad, int C, int w,
+                                                             int h, int x, int y, bool inside, const uint8_t *value,
+                                                             const float *mean, const float *mul, float shift,
+                                                             const float *fill) {
+  const int oc = C + pad;
+  const size_t base = chw ? (size_t)y * w + x : ((size_t)y * w + x) * oc;
+  const size_t cstep = chw ? (size_t)w * h : 1;
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    if (c >= oc) break;
+    float v;
+    if (c >= C)
+      v = 0.0f;
+    else if (!inside)
+      v = fill[c];
+    else
+      v = ladle__gpu_normalize(value[c], mean[c], mul[c], shift);
+    ladle__gpu_store(out, base + (size_t)c * cstep, out_type, v);
+  }
+}
+
 #endif /* __CUDACC__ */
 
 #endif

@@ -57,25 +57,12 @@ __global__ void __launch_bounds__(TILE_W *TILE_H)
   const int w = sp->w, h = sp->h;
   const int x = blockIdx.x * TILE_W + threadIdx.x, y = blockIdx.y * TILE_H + threadIdx.y;
   if (x >= w || y >= h) return;
-  const int C = sp->channels, oc = C + pad;
+  const int C = sp->channels;
   const int sx = sp->mirror ? sp->x0 + w - 1 - x : sp->x0 + x, sy = sp->y0 + y;
   const bool inside = sx >= 0 && sx < sp->in_w && sy >= 0 && sy < sp->in_h;
   const uint8_t *src = inside ? sp->in + (size_t)sy * (size_t)sp->in_stride + (size_t)sx * C : NULL;
-  const size_t plane = (size_t)w * h;
-  const size_t base = chw ? (size_t)y * w + x : ((size_t)y * w + x) * oc;
-  const size_t cstep = chw ? plane : 1;
-#pragma unroll
-  for (int c = 0; c < 4; c++) {
-    if (c >= oc) break;
-    float v;
-    if (c >= C)
-      v = 0.0f;
-    else if (!inside)
-      v = sp->fill[c];
-    else
-      v = ladle__gpu_normalize(src[c], sp->mean[c], sp->mul[c], sp->shift);
-    ladle__gpu_store(sp->out, base + (size_t)c * cstep, out_type, v);
-  }
+  ladle__gpu_cmn_write(sp->out, out_type, chw, pad, C, w, h, x, y, inside, src, sp->mean, sp->mul, sp->shift,
+                       sp->fill);
 }
 
 /* ------------------------------------------------------------------------ */

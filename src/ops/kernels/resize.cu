@@ -153,22 +153,11 @@ __global__ void __launch_bounds__(THREADS)
   }
   /* MODE_CMN: R rounded to uint8 (as the unfused resize stores it), then
    * normalized; fill outside R; the padding channel is 0. */
-  const int oc = C + pad;
-  const size_t plane = (size_t)w * h;
-  const size_t base = chw ? (size_t)y * w + x : ((size_t)y * w + x) * oc;
-  const size_t cstep = chw ? plane : 1;
+  uint8_t rounded[4];
 #pragma unroll
-  for (int c = 0; c < 4; c++) {
-    if (c >= oc) break;
-    float v;
-    if (c >= C)
-      v = 0.0f;
-    else if (!inside)
-      v = sp->fill[c];
-    else
-      v = ladle__gpu_normalize(ladle__f32_to_u8(acc[c]), sp->mean[c], sp->mul[c], sp->shift);
-    ladle__gpu_store(sp->out, base + (size_t)c * cstep, out_type, v);
-  }
+  for (int c = 0; c < 4; c++) rounded[c] = ladle__f32_to_u8(acc[c]);
+  ladle__gpu_cmn_write(sp->out, out_type, chw, pad, C, w, h, x, y, inside, rounded, sp->mean, sp->mul, sp->shift,
+                       sp->fill);
 }
 
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
