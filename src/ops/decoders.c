@@ -319,10 +319,19 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   ladle__job job;
   cpu_job work = {.node = n, .failed_slot = batch};
   pthread_mutex_init(&work.lock, NULL);
-  LADLE_ALLOC(images, batch);
-  LADLE_ALLOC(crops, batch);
-  LADLE_ALLOC(cpu_slots, batch);
-  LADLE_ALLOC(cpu_offsets, batch + 1);
+  /* The per-batch lists live in worker 0's scratch, reused every iteration:
+   * run_batch runs between parallel passes, and the CPU decodes below do not
+   * use node scratch. */
+  size_t a = (sizeof *images * (size_t)batch + 63) & ~(size_t)63;
+  size_t b = (sizeof *crops * (size_t)batch + 63) & ~(size_t)63;
+  size_t c = (sizeof *cpu_slots * (size_t)batch + 63) & ~(size_t)63;
+  uint8_t *lists = NULL;
+  LADLE_TRY(ladle__scratch(n, &(ladle__sample){.worker = 0}, a + b + c + sizeof *cpu_offsets * ((size_t)batch + 1),
+                           (void **)&lists));
+  images = (ladle__nvjpeg_image *)lists;
+  crops = (ladle__gpu_crop_flip_desc *)(lists + a);
+  cpu_slots = (int *)(lists + a + b);
+  cpu_offsets = (size_t *)(lists + a + b + c);
   ladle__nvjpeg_format format = d->color == LADLE__COLOR_BGR ? LADLE__NVJPEG_BGR
                                 : d->color == LADLE__COLOR_GRAY ? LADLE__NVJPEG_GRAY : LADLE__NVJPEG_RGB;
   for (int i = 0; i < batch; i++) {
@@ -395,10 +404,6 @@ done:
   if (started) ladle__parallel_wait(g->workers, &job); /* the workers write into our scratch */
   if (locked) pthread_mutex_unlock(&sh->lock);
   pthread_mutex_destroy(&work.lock);
-  free(images);
-  free(cpu_slots);
-  free(cpu_offsets);
-  free(crops);
   return st;
 }
 #endif
