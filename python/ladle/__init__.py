@@ -40,7 +40,7 @@ from ._ladle import (
     UnsupportedError,
 )
 from . import types
-from .pipeline import DataNode, Pipeline, pipeline_def
+from .pipeline import DataNode, Pipeline, ThreadPool, pipeline_def
 from .tensors import Tensor, TensorList, TensorListCPU, TensorListGPU, as_tensor_list
 from . import fn
 
@@ -75,6 +75,7 @@ __all__ = [
     "TensorList",
     "TensorListCPU",
     "TensorListGPU",
+    "ThreadPool",
     "UnsupportedError",
     "as_tensor_list",
     "build_info",

@@ -869,9 +869,109 @@ done:
 /* _Pipeline                                                                  */
 /* ------------------------------------------------------------------------ */
 
+/* Reads a sequence of core numbers into a PyMem array (*cpus NULL when the
+ * object is None or empty). */
+static int parse_cpus(PyObject *obj, int **cpus, int *count) {
+  *cpus = NULL;
+  *count = 0;
+  if (obj == Py_None) return 0;
+  PyObject *seq = PySequence_Fast(obj, "cpus must be a sequence of ints");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  int *out = PyMem_Calloc(n ? (size_t)n : 1, sizeof *out);
+  if (!out) {
+    Py_DECREF(seq);
+    PyErr_NoMemory();
+    return -1;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
+    if (c == -1 && PyErr_Occurred()) {
+      Py_DECREF(seq);
+      PyMem_Free(out);
+      return -1;
+    }
+    out[i] = (int)c;
+  }
+  Py_DECREF(seq);
+  if (n == 0) {
+    PyMem_Free(out);
+    return 0;
+  }
+  *cpus = out;
+  *count = (int)n;
+  return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* _ThreadPool: workers several pipelines can share                           */
+/* ------------------------------------------------------------------------ */
+
+typedef struct {
+  PyObject_HEAD
+  ladle_thread_pool *pool;
+} ThreadPoolObject;
+
+static int threadpool_init(ThreadPoolObject *self, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"num_threads", "cpus", NULL};
+  int num_threads, ncpus;
+  PyObject *cpus_obj = Py_None;
+  int *cpus;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|O:_ThreadPool", kwlist, &num_threads, &cpus_obj)) return -1;
+  if (self->pool) {
+    raise_format(LADLE_ERROR_STATE, "_ThreadPool.__init__ called twice");
+    return -1;
+  }
+  if (parse_cpus(cpus_obj, &cpus, &ncpus) < 0) return -1;
+  ladle_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = ladle_thread_pool_create(num_threads, cpus, ncpus, &self->pool);
+  Py_END_ALLOW_THREADS
+  PyMem_Free(cpus);
+  if (st != LADLE_OK) {
+    raise_status(st);
+    return -1;
+  }
+  return 0;
+}
+
+static void threadpool_dealloc(ThreadPoolObject *self) {
+  ladle_thread_pool *pool = self->pool;
+  self->pool = NULL;
+  if (pool) {
+    Py_BEGIN_ALLOW_THREADS
+    ladle_thread_pool_destroy(pool); /* every pipeline using it holds a reference: none is left */
+    Py_END_ALLOW_THREADS
+  }
+  Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *threadpool_get_num_threads(ThreadPoolObject *self, void *unused) {
+  return PyLong_FromLong(self->pool ? ladle_thread_pool_num_threads(self->pool) : 0);
+}
+
+static PyGetSetDef threadpool_getset[] = {
+    {"num_threads", (getter)threadpool_get_num_threads, NULL, "Worker threads.", NULL},
+    {NULL},
+};
+
+static PyTypeObject ThreadPoolType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "ladle._ladle._ThreadPool",
+    .tp_basicsize = sizeof(ThreadPoolObject),
+    .tp_dealloc = (destructor)threadpool_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "_ThreadPool(num_threads, cpus=None): a ladle_thread_pool that pipelines may share; it lives "
+              "as long as any pipeline using it.",
+    .tp_getset = threadpool_getset,
+    .tp_init = (initproc)threadpool_init,
+    .tp_new = PyType_GenericNew,
+};
+
 typedef struct {
   PyObject_HEAD
   ladle_pipeline *pipe;
+  PyObject *pool; /* a shared _ThreadPool, kept alive while the pipeline is */
   /* Set while a call runs without the GIL: a ladle pipeline must not be used
    * from two threads at once, and must not be destroyed under a running call. */
   int busy;
@@ -892,16 +992,20 @@ static int pipeline_ready(PipelineObject *self) {
 
 static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                           "max_pixels", "cpus", NULL};
+                           "max_pixels", "cpus", "pool", NULL};
   int batch_size, num_threads = -1, device_id = -1, depth = -1;
   unsigned long long seed = 0;
   long long max_pixels = 0;
-  PyObject *cpus_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLO:_Pipeline", kwlist, &batch_size, &num_threads, &device_id,
-                                   &seed, &depth, &max_pixels, &cpus_obj))
+  PyObject *cpus_obj = Py_None, *pool_obj = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOO:_Pipeline", kwlist, &batch_size, &num_threads, &device_id,
+                                   &seed, &depth, &max_pixels, &cpus_obj, &pool_obj))
     return -1;
   if (self->pipe) {
     raise_format(LADLE_ERROR_STATE, "_Pipeline.__init__ called twice");
+    return -1;
+  }
+  if (pool_obj != Py_None && !PyObject_TypeCheck(pool_obj, &ThreadPoolType)) {
+    PyErr_SetString(PyExc_TypeError, "_Pipeline: pool must be a _ThreadPool or None");
     return -1;
   }
 
@@ -913,33 +1017,11 @@ static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   params.seed = seed;
   if (depth > 0) params.prefetch_queue_depth = depth;
   if (max_pixels > 0) params.max_pixels = max_pixels;
+  if (pool_obj != Py_None) params.pool = ((ThreadPoolObject *)pool_obj)->pool;
 
   int *cpus = NULL;
-  if (cpus_obj != Py_None) {
-    PyObject *seq = PySequence_Fast(cpus_obj, "_Pipeline: cpus must be a sequence of ints");
-    if (!seq) return -1;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    cpus = PyMem_Calloc(n ? (size_t)n : 1, sizeof *cpus);
-    if (!cpus) {
-      Py_DECREF(seq);
-      PyErr_NoMemory();
-      return -1;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-      long c = PyLong_AsLong(PySequence_Fast_GET_ITEM(seq, i));
-      if (c == -1 && PyErr_Occurred()) {
-        Py_DECREF(seq);
-        PyMem_Free(cpus);
-        return -1;
-      }
-      cpus[i] = (int)c;
-    }
-    Py_DECREF(seq);
-    if (n > 0) {
-      params.cpus = cpus;
-      params.num_cpus = (int)n;
-    }
-  }
+  if (parse_cpus(cpus_obj, &cpus, &params.num_cpus) < 0) return -1;
+  params.cpus = cpus;
 
   ladle_pipeline *pipe = NULL;
   ladle_status st;
@@ -952,17 +1034,23 @@ static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
     return -1;
   }
   self->pipe = pipe;
+  if (pool_obj != Py_None) {
+    Py_INCREF(pool_obj);
+    self->pool = pool_obj;
+  }
   return 0;
 }
 
 static void pipeline_destroy(PipelineObject *self) {
   ladle_pipeline *pipe = self->pipe;
   self->pipe = NULL;
-  if (!pipe) return;
-  /* Stopping joins the executor and the workers, which may be mid-sample. */
-  Py_BEGIN_ALLOW_THREADS
-  ladle_pipeline_destroy(pipe);
-  Py_END_ALLOW_THREADS
+  if (pipe) {
+    /* Stopping joins the executor and the workers, which may be mid-sample. */
+    Py_BEGIN_ALLOW_THREADS
+    ladle_pipeline_destroy(pipe);
+    Py_END_ALLOW_THREADS
+  }
+  Py_CLEAR(self->pool); /* after the pipeline: the pool must outlive it */
 }
 
 static void pipeline_dealloc(PipelineObject *self) {
@@ -1222,7 +1310,8 @@ static PyTypeObject PipelineType = {
     .tp_dealloc = (destructor)pipeline_dealloc,
     .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_doc = "_Pipeline(batch_size, num_threads=-1, device_id=-1, seed=0, prefetch_queue_depth=-1, "
-              "max_pixels=0, cpus=None): a ladle_pipeline handle. Values <= 0 take ladle's defaults.",
+              "max_pixels=0, cpus=None, pool=None): a ladle_pipeline handle. Values <= 0 take ladle's defaults; "
+              "pool: a _ThreadPool to share instead of num_threads workers of its own.",
     .tp_methods = pipeline_methods,
     .tp_getset = pipeline_getset,
     .tp_init = (initproc)pipeline_init,
@@ -1439,7 +1528,7 @@ static int add_exceptions(PyObject *m) {
 
 PyMODINIT_FUNC PyInit__ladle(void) {
   if (PyType_Ready(&BatchType) < 0 || PyType_Ready(&SampleType) < 0 || PyType_Ready(&NodeRefType) < 0 ||
-      PyType_Ready(&PipelineType) < 0)
+      PyType_Ready(&PipelineType) < 0 || PyType_Ready(&ThreadPoolType) < 0)
     return NULL;
   PyObject *m = PyModule_Create(&ladle_module);
   if (!m) return NULL;
@@ -1447,6 +1536,7 @@ PyMODINIT_FUNC PyInit__ladle(void) {
       PyModule_AddObjectRef(m, "_Sample", (PyObject *)&SampleType) < 0 ||
       PyModule_AddObjectRef(m, "NodeRef", (PyObject *)&NodeRefType) < 0 ||
       PyModule_AddObjectRef(m, "_Pipeline", (PyObject *)&PipelineType) < 0 ||
+      PyModule_AddObjectRef(m, "_ThreadPool", (PyObject *)&ThreadPoolType) < 0 ||
       PyModule_AddIntConstant(m, "MAX_NDIM", LADLE_MAX_NDIM) < 0 ||
       PyModule_AddIntConstant(m, "DLPACK_MAJOR_VERSION", DLPACK_MAJOR_VERSION) < 0 ||
       PyModule_AddIntConstant(m, "DLPACK_MINOR_VERSION", DLPACK_MINOR_VERSION) < 0) {

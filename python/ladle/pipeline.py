@@ -129,6 +129,21 @@ class DataNode:
         )
 
 
+class ThreadPool:
+    """Worker threads that several pipelines share (Pipeline(thread_pool=...)),
+    so that a process runs a fixed number of decoding threads however many
+    pipelines it has (say, training and validation). The pool lives as long
+    as any pipeline using it. set_affinity and LADLE_AFFINITY pin its workers
+    as they pin a pipeline's own."""
+
+    def __init__(self, num_threads, set_affinity=False):
+        self._c = _ladle._ThreadPool(int(num_threads), _affinity(set_affinity))
+
+    @property
+    def num_threads(self):
+        return self._c.num_threads
+
+
 class Pipeline:
     """A graph of operators, built once and run many times (DALI's Pipeline).
 
@@ -155,6 +170,8 @@ class Pipeline:
         cores, whatever set_affinity says.
       max_pixels: the largest decoded image allowed, in pixels (ladle's
         default: 512 Mpx); bigger images fail with LimitError.
+      thread_pool: a ladle.ThreadPool to run on instead of num_threads
+        workers of the pipeline's own; pipelines may share one.
 
     Other DALI arguments are accepted and ignored with a warning.
 
@@ -166,7 +183,8 @@ class Pipeline:
     """
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
-                 exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, **kwargs):
+                 exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
+                 **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -182,6 +200,9 @@ class Pipeline:
         self._prefetch_queue_depth = int(prefetch_queue_depth)
         self._max_pixels = int(max_pixels) if max_pixels else 0
         self._cpus = _affinity(set_affinity)
+        if thread_pool is not None and not isinstance(thread_pool, ThreadPool):
+            raise TypeError("thread_pool must be a ladle.ThreadPool")
+        self._thread_pool = thread_pool
         self.exec_async = exec_async
         self.exec_pipelined = exec_pipelined
         self._c = None  # the _ladle._Pipeline, made on first use
@@ -239,8 +260,9 @@ class Pipeline:
         if self._closed:
             raise _ladle.StateError("the pipeline is closed")
         if self._c is None:
+            pool = self._thread_pool._c if self._thread_pool is not None else None
             self._c = _ladle._Pipeline(self._batch_size, self._num_threads, self._device_id, self._seed,
-                                       self._prefetch_queue_depth, self._max_pixels, self._cpus)
+                                       self._prefetch_queue_depth, self._max_pixels, self._cpus, pool)
         return self._c
 
     def _add_op(self, op_name, device, inputs, args, name):

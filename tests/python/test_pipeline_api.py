@@ -329,3 +329,33 @@ def test_ignored_op_argument_warns():
             fn.random.coin_flip(bytes_per_sample_hint=8)
     assert any("bytes_per_sample_hint" in str(w.message) for w in caught)
     pipe.close()
+
+
+def test_pipelines_share_a_thread_pool(sample_root):
+    """Two pipelines on one ladle.ThreadPool give the bytes each gives on
+    workers of its own, at once; the pool outlives the Python object."""
+    import gc
+
+    def build(**kw):
+        pipe = ladle.Pipeline(batch_size=8, seed=3, **kw)
+        with pipe:
+            jpegs, labels = fn.readers.file(file_root=sample_root, random_shuffle=True)
+            images = fn.decoders.image_random_crop(jpegs)
+            pipe.set_outputs(fn.resize(images, resize_x=32, resize_y=32), labels)
+        return pipe
+
+    pool = ladle.ThreadPool(2)
+    assert pool.num_threads == 2
+    shared = [build(thread_pool=pool), build(thread_pool=pool)]
+    del pool
+    gc.collect()
+    own = build(num_threads=3)
+    for _ in range(3):
+        expected = [np.asarray(t.as_array()) for t in own.run()]
+        for pipe in shared:
+            got = [np.asarray(t.as_array()) for t in pipe.run()]
+            assert all(np.array_equal(a, b) for a, b in zip(expected, got))
+    for pipe in shared + [own]:
+        pipe.close()
+    with pytest.raises(TypeError):
+        ladle.Pipeline(batch_size=2, thread_pool=4)
