@@ -360,7 +360,6 @@ static ladle_status fused_run_batch(ladle__node *n, ladle__gpu *g) {
     st = ladle__gpu_params(g, bytes, &host, &dev);
     if (st == LADLE_OK) st = ladle__gpu_fused(d, p, batch, host, dev, bytes, g->stream);
   }
-  ladle__resize_free_plans(r);
   return st;
 }
 

@@ -78,7 +78,7 @@ typedef struct resize_state {
 typedef struct sample_state {
   double src_x, src_y, src_w, src_h;
   int out_w, out_h;
-  ladle__resize_axis ax, ay; /* GPU: planned in setup (in parallel), freed after the launch */
+  ladle__resize_axis ax, ay; /* kept from iteration to iteration; GPU: planned in setup */
 } sample_state;
 
 static int parse_interp(const char *text) {
@@ -176,10 +176,9 @@ int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
 static ladle_status plan_axes(const resize_state *r, sample_state *ss, int in_w, int in_h) {
   ladle__interp fx = ss->src_w > ss->out_w ? r->min_filter : r->mag_filter;
   ladle__interp fy = ss->src_h > ss->out_h ? r->min_filter : r->mag_filter;
-  ladle__resize_axis_free(&ss->ax);
-  ladle__resize_axis_free(&ss->ay);
-  ladle_status st = ladle__resize_axis_plan(&ss->ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
-  return st == LADLE_OK ? ladle__resize_axis_plan(&ss->ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias)
+  /* The tables stay in the sample's state and are replanned in place. */
+  ladle_status st = ladle__resize_axis_replan(&ss->ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
+  return st == LADLE_OK ? ladle__resize_axis_replan(&ss->ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias)
                         : st;
 }
 
@@ -211,7 +210,7 @@ static ladle_status resize_run(ladle__node *n, ladle__sample *s) {
   const resize_state *r = n->state;
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
   int in_h = (int)in.shape[0], in_w = (int)in.shape[1], c = (int)in.shape[2];
-  sample_state *plan = s->state;
+  sample_state *plan = s->state; /* its tables are kept for the next iteration */
   void *scratch = NULL;
   ladle_status st = plan_axes(r, plan, in_w, in_h);
   if (st == LADLE_OK) st = ladle__scratch(n, s, ladle__resize_scratch_size(&plan->ax, &plan->ay, in_h, c), &scratch);
@@ -221,8 +220,6 @@ static ladle_status resize_run(ladle__node *n, ladle__sample *s) {
     else
       ladle__resize_f32(out.data, in.data, in_h, in_w * c, c, &plan->ax, &plan->ay, scratch);
   }
-  ladle__resize_axis_free(&plan->ax);
-  ladle__resize_axis_free(&plan->ay);
   return st;
 }
 
@@ -242,13 +239,6 @@ void ladle__resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle
   }
 }
 
-void ladle__resize_free_plans(ladle__node *r) {
-  for (int i = 0; i < r->config->batch_size; i++) {
-    ladle__resize_axis_free(&state_of(r, i)->ax);
-    ladle__resize_axis_free(&state_of(r, i)->ay);
-  }
-}
-
 /* One launch for the batch with the tables planned in setup. */
 static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
   int batch = n->config->batch_size;
@@ -262,7 +252,6 @@ static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
     st = ladle__gpu_params(g, bytes, &host, &dev);
     if (st == LADLE_OK) st = ladle__gpu_resize(d, batch, n->in[0].dtype, host, dev, bytes, g->stream);
   }
-  ladle__resize_free_plans(n);
   return st;
 }
 #define RESIZE_RUN_BATCH resize_run_batch

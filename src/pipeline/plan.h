@@ -16,9 +16,8 @@ int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height);
 #include "ops/kernels/gpu_kernels.h"
 
 /* resize.c: the GPU descriptors of a resize node's samples (tables planned in
- * its setup), writing to `out`'s samples; and freeing those tables. */
+ * its setup), writing to `out`'s samples. */
 void ladle__resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle__gpu_resize_desc *d);
-void ladle__resize_free_plans(ladle__node *r);
 #endif
 
 #endif

@@ -69,17 +69,37 @@ void ladle__resize_axis_free(ladle__resize_axis *axis) {
   if (!axis) return;
   free(axis->start);
   free(axis->weights);
+  free(axis->work);
   memset(axis, 0, sizeof *axis);
 }
 
 ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, double src_lo,
                                      double src_len, int out_size, ladle__interp interp,
                                      int antialias) {
+  memset(axis, 0, sizeof *axis);
+  return ladle__resize_axis_replan(axis, in_size, src_lo, src_len, out_size, interp, antialias);
+}
+
+/* Makes *p hold at least `bytes` (its old contents are not kept). */
+static int reserve(void **p, size_t *cap, size_t bytes) {
+  if (*cap >= bytes) return 1;
+  free(*p);
+  *p = malloc(bytes ? bytes : 1);
+  *cap = *p ? bytes : 0;
+  return *p != NULL;
+}
+
+#define RESERVE(ptr, cap, bytes)                                                               \
+  LADLE_CHECK(reserve((void **)&(ptr), &(cap), (bytes)), LADLE_ERROR_OUT_OF_MEMORY,           \
+              "cannot allocate %zu bytes of filter tables", (size_t)(bytes))
+
+ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, double src_lo,
+                                       double src_len, int out_size, ladle__interp interp,
+                                       int antialias) {
   ladle_status st = LADLE_OK;
   int32_t *lo = NULL;  /* first input pixel of each output's trimmed filter */
   int32_t *cnt = NULL; /* its length */
   double *dw = NULL;   /* its weights, ksize per output pixel */
-  memset(axis, 0, sizeof *axis);
   LADLE_CHECK(in_size >= 1 && out_size >= 1, LADLE_ERROR_INVALID_ARGUMENT,
               "sizes must be >= 1 (in_size %d, out_size %d)", in_size, out_size);
   LADLE_CHECK(isfinite(src_lo) && isfinite(src_len) && src_len > 0, LADLE_ERROR_INVALID_ARGUMENT,
@@ -93,8 +113,8 @@ ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, doub
 
   if (interp == LADLE__INTERP_NN) {
     axis->taps = 1;
-    LADLE_ALLOC(axis->start, out_size);
-    LADLE_ALLOC(axis->weights, out_size);
+    RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
+    RESERVE(axis->weights, axis->cap_weights, sizeof *axis->weights * (size_t)out_size);
     for (int i = 0; i < out_size; i++) {
       double x = floor(src_lo + (i + 0.5) * scale);
       axis->start[i] = x < 0 ? 0 : x > in_size - 1 ? in_size - 1 : (int32_t)x;
@@ -118,12 +138,12 @@ ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, doub
     LADLE_CHECK(reach < 1e6, LADLE_ERROR_INVALID_ARGUMENT, "filter too wide (scale %g)", scale);
     int ksize = (int)ceil(reach) * 2 + 2;
     if (ksize > in_size) ksize = in_size;
-    LADLE_ALLOC(lo, out_size);
-    LADLE_ALLOC(cnt, out_size);
-    /* Counts go through variables: LADLE_ALLOC tests its count with ?:, and gcc
-     * (-Wint-in-bool-context) rejects a product there. */
-    size_t n_dw = (size_t)out_size * ksize;
-    LADLE_ALLOC(dw, n_dw);
+    /* Scratch: lo and cnt (int32 per output), then dw (ksize doubles per output). */
+    size_t ints = ((size_t)out_size * 2 * sizeof(int32_t) + 7) & ~(size_t)7;
+    RESERVE(axis->work, axis->cap_work, ints + (size_t)out_size * ksize * sizeof(double));
+    lo = axis->work;
+    cnt = lo + out_size;
+    dw = (double *)((uint8_t *)axis->work + ints);
 
     int taps = 1;
     for (int i = 0; i < out_size; i++) {
@@ -159,9 +179,10 @@ ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, doub
     }
 
     axis->taps = taps;
-    LADLE_ALLOC(axis->start, out_size);
-    size_t n_w = (size_t)out_size * taps;
-    LADLE_ALLOC(axis->weights, n_w);
+    RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
+    RESERVE(axis->weights, axis->cap_weights, sizeof *axis->weights * (size_t)out_size * taps);
+    /* Taps past a pixel's own filter weigh 0. */
+    memset(axis->weights, 0, sizeof *axis->weights * (size_t)out_size * taps);
     for (int i = 0; i < out_size; i++) {
       /* Shift windows that would run past the end left; taps <= in_size. */
       int s = lo[i] + taps > in_size ? in_size - taps : lo[i];
@@ -191,9 +212,6 @@ ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, doub
   }
 
 done:
-  free(lo);
-  free(cnt);
-  free(dw);
   if (st != LADLE_OK) ladle__resize_axis_free(axis);
   return st;
 }

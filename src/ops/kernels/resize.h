@@ -49,6 +49,9 @@ typedef struct ladle__resize_axis {
   float *weights;  /* out_size * taps entries */
   int in_size;     /* the input size the table was planned for */
   int in_lo, in_hi;
+  /* Owned memory, kept by ladle__resize_axis_replan for the next plan. */
+  size_t cap_start, cap_weights, cap_work; /* bytes */
+  void *work;
 } ladle__resize_axis;
 
 /*
@@ -83,6 +86,12 @@ typedef struct ladle__resize_axis {
 ladle_status ladle__resize_axis_plan(ladle__resize_axis *axis, int in_size, double src_lo,
                                      double src_len, int out_size, ladle__interp interp,
                                      int antialias);
+
+/* The same, reusing the memory of `axis` (zeroed, or planned before) so that a
+ * warm caller allocates nothing: it grows only when a plan needs more. */
+ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, double src_lo,
+                                       double src_len, int out_size, ladle__interp interp,
+                                       int antialias);
 
 /* Frees the tables and zeroes the struct. NULL and an empty axis are allowed. */
 void ladle__resize_axis_free(ladle__resize_axis *axis);
