@@ -2,6 +2,8 @@
 #include <pthread.h>
 #include <stdio.h>
 
+#include <jpeglib.h> /* after stdio.h: it needs FILE */
+
 #include "ladle/ladle.h"
 
 #ifndef LADLE_CUDA_ARCHS
@@ -10,6 +12,16 @@
 
 #ifdef LADLE_HAVE_CUDA
 #include "cuda/runtime.h"
+#endif
+
+/* libjpeg-turbo's own version where its headers say it (jconfig.h), else the
+ * libjpeg API version CMake found. */
+#define LADLE__STRING2(x) #x
+#define LADLE__STRING(x) LADLE__STRING2(x)
+#ifdef LIBJPEG_TURBO_VERSION
+#define LADLE__JPEG_TEXT LADLE__STRING(LIBJPEG_TURBO_VERSION)
+#else
+#define LADLE__JPEG_TEXT "libjpeg API " LADLE_JPEG_VERSION
 #endif
 
 unsigned ladle_version_number(void) { return LADLE_VERSION_NUMBER; }
@@ -32,7 +44,7 @@ static void make_info(void) {
   snprintf(info, sizeof info,
            "{\"version\": \"%s\", \"libjpeg_turbo\": \"%s\", \"libpng\": \"%s\", "
            "\"cuda_compiled\": %s, \"cuda_archs\": \"%s\", %s}",
-           LADLE_VERSION_TEXT, LADLE_JPEG_VERSION, LADLE_PNG_VERSION, cuda, LADLE_CUDA_ARCHS, runtime);
+           LADLE_VERSION_TEXT, LADLE__JPEG_TEXT, LADLE_PNG_VERSION, cuda, LADLE_CUDA_ARCHS, runtime);
 }
 
 const char *ladle_build_info(void) {
