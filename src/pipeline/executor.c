@@ -96,7 +96,7 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     LADLE_TRY(run_pass(&ps));
     for (int k = 0; k < n->num_outputs; k++) {
       int ndim = n->out[k].ndim;
-      int64_t shapes[(size_t)batch * LADLE_MAX_NDIM + 1];
+      int64_t *shapes = p->shapes;
       for (int s = 0; s < batch; s++)
         memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
                sizeof(int64_t) * ndim);

@@ -100,6 +100,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->value_batches);
   free(p->refs);
   free(p->names);
+  free(p->shapes);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
   ladle__pool_release(p->host_pool);
@@ -403,6 +404,7 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   LADLE_ALLOC(p->value_batches, p->num_values);
   LADLE_ALLOC(p->refs, batch);
   LADLE_ALLOC(p->names, batch);
+  LADLE_ALLOC(p->shapes, (size_t)batch * LADLE_MAX_NDIM);
   LADLE_TRY(ladle__executor_start(p));
   p->built = 1;
   return LADLE_OK;

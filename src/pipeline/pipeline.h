@@ -48,6 +48,7 @@ struct ladle_pipeline {
   ladle_batch **value_batches; /* num_values */
   ladle__sample_ref *refs;     /* batch_size */
   const char **names;          /* batch_size */
+  int64_t *shapes;             /* batch_size * LADLE_MAX_NDIM: one output's shapes */
 
   /* Executor thread and the queue of finished iterations. */
   pthread_t thread;
