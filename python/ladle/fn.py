@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _ladle
 from . import types
-from .pipeline import DataNode, Pipeline, op_schemas
+from .pipeline import DataNode, Pipeline, _check_node, op_schemas
 
 # Argument type numbers (ladle_arg_type).
 _INT, _FLOAT, _BOOL, _STRING, _INTS, _FLOATS, _STRINGS, _DTYPE = range(8)
@@ -93,12 +93,7 @@ def _make_operator(schema):
                 "(`with pipe:` or a @pipeline_def function)"
             )
         for i, x in enumerate(inputs):
-            if not isinstance(x, DataNode):
-                raise _ladle.InvalidArgumentError(
-                    f"{public}: input {i} must be a DataNode (an operator's output), got {type(x).__name__}"
-                )
-            if x._pipeline is not pipe:
-                raise _ladle.InvalidArgumentError(f"{public}: input {i} ({x.name}) belongs to another pipeline")
+            _check_node(pipe, x, f"{public}: input {i}")
         if not min_inputs <= len(inputs) <= max_inputs:
             expected = str(min_inputs) if min_inputs == max_inputs else f"{min_inputs} to {max_inputs}"
             raise _ladle.InvalidArgumentError(f"{public}: takes {expected} input(s), got {len(inputs)}")
@@ -139,8 +134,7 @@ def _make_operator(schema):
                     raise _ladle.InvalidArgumentError(
                         f"{public}: argument {key!r} must be a constant; it cannot be a DataNode"
                     )
-                if value._pipeline is not pipe:
-                    raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} belongs to another pipeline")
+                _check_node(pipe, value, f"{public}: argument {key!r}")
                 args.append((key, _ladle.NodeRef(value._id)))
             else:
                 args.append((key, _convert(public, spec, value)))

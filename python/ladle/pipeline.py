@@ -129,6 +129,17 @@ class DataNode:
         )
 
 
+def _check_node(pipeline, node, what):
+    """Raises unless `node` is a DataNode of `pipeline`; `what` ("resize: input 0")
+    names it in the message."""
+    if not isinstance(node, DataNode):
+        raise _ladle.InvalidArgumentError(
+            f"{what} must be a DataNode (an operator's output), got {type(node).__name__}"
+        )
+    if node._pipeline is not pipeline:
+        raise _ladle.InvalidArgumentError(f"{what} ({node.name}) belongs to another pipeline")
+
+
 class ThreadPool:
     """Worker threads that several pipelines share (Pipeline(thread_pool=...)),
     so that a process runs a fixed number of decoding threads however many
@@ -284,12 +295,7 @@ class Pipeline:
         if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)):
             outputs = tuple(outputs[0])
         for i, node in enumerate(outputs):
-            if not isinstance(node, DataNode):
-                raise _ladle.InvalidArgumentError(
-                    f"set_outputs: output {i} must be a DataNode, got {type(node).__name__}"
-                )
-            if node._pipeline is not self:
-                raise _ladle.InvalidArgumentError(f"set_outputs: output {i} ({node.name}) belongs to another pipeline")
+            _check_node(self, node, f"set_outputs: output {i}")
         self._handle().set_outputs([node._id for node in outputs])
         self._num_outputs = len(outputs)
 
