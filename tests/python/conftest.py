@@ -4,6 +4,7 @@ skipping of tests marked `gpu` where no CUDA device can be used."""
 import os
 import sys
 
+import numpy as np
 import pytest
 
 try:
@@ -12,6 +13,7 @@ except ImportError:  # run from a checkout: use the in-tree package (built with 
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "python"))
     import ladle
 
+from ladle import fn
 from ladle.pipeline import op_schemas
 
 
@@ -55,3 +57,27 @@ def pipe_factory():
     yield make
     for p in made:
         p.close()
+
+
+def run_graph(graph, batch_size, paths=None, iterations=1, **pipe_args):
+    """Builds a pipeline: readers.file(files=paths) -> graph(encoded) (or
+    graph() without paths) and returns, per output, the list of samples
+    (NumPy copies) of all iterations."""
+    pipe_args.setdefault("num_threads", 2)
+    pipe = ladle.Pipeline(batch_size=batch_size, **pipe_args)
+    try:
+        with pipe:
+            if paths is not None:
+                encoded, _ = fn.readers.file(files=[str(p) for p in paths])
+                outs = graph(encoded)
+            else:
+                outs = graph()
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            pipe.set_outputs(*outs)
+        result = [[] for _ in outs]
+        for _ in range(iterations):
+            for k, tl in enumerate(pipe.run()):
+                result[k] += [np.array(tl.at(i)) for i in range(len(tl))]
+    finally:
+        pipe.close()
+    return result if len(result) > 1 else result[0]

@@ -23,9 +23,8 @@ import numpy as np
 import pytest
 from PIL import Image, ImageOps
 
-import ladle
 from ladle import fn, types
-from conftest import requires_ops
+from conftest import requires_ops, run_graph
 
 DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data")
 
@@ -37,23 +36,8 @@ def data(name):
 
 
 def run_files(paths, graph, batch_size=None, iterations=1, **pipe_args):
-    """Runs readers.file(files=paths) -> graph(encoded) and returns, per output
-    of the graph, the list of samples (NumPy copies) of all iterations."""
-    pipe_args.setdefault("num_threads", 2)
-    pipe = ladle.Pipeline(batch_size=batch_size or len(paths), **pipe_args)
-    try:
-        with pipe:
-            encoded, _ = fn.readers.file(files=[str(p) for p in paths])
-            outs = graph(encoded)
-            outs = outs if isinstance(outs, tuple) else (outs,)
-            pipe.set_outputs(*outs)
-        result = [[] for _ in outs]
-        for _ in range(iterations):
-            for k, tl in enumerate(pipe.run()):
-                result[k] += [np.array(tl.at(i)) for i in range(len(tl))]
-    finally:
-        pipe.close()
-    return result if len(result) > 1 else result[0]
+    """run_graph on readers.file(files=paths), a batch of all the paths by default."""
+    return run_graph(graph, batch_size or len(paths), paths, iterations, **pipe_args)
 
 
 def decode(paths, **args):

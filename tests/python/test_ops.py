@@ -15,37 +15,13 @@ from PIL import Image
 
 import ladle
 from ladle import fn, types
-from conftest import requires_ops
+from conftest import requires_ops, run_graph
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
 # --- helpers ---------------------------------------------------------------------
-
-
-def run_graph(graph, batch_size, paths=None, iterations=1, **pipe_args):
-    """Builds a pipeline: readers.file(files=paths) -> graph(encoded) (or
-    graph() without paths) and returns, per output, the list of samples
-    (NumPy copies) of all iterations."""
-    pipe_args.setdefault("num_threads", 2)
-    pipe = ladle.Pipeline(batch_size=batch_size, **pipe_args)
-    try:
-        with pipe:
-            if paths is not None:
-                encoded, _ = fn.readers.file(files=[str(p) for p in paths])
-                outs = graph(encoded)
-            else:
-                outs = graph()
-            outs = outs if isinstance(outs, tuple) else (outs,)
-            pipe.set_outputs(*outs)
-        result = [[] for _ in outs]
-        for _ in range(iterations):
-            for k, tl in enumerate(pipe.run()):
-                result[k] += [np.array(tl.at(i)) for i in range(len(tl))]
-    finally:
-        pipe.close()
-    return result if len(result) > 1 else result[0]
 
 
 def on_images(paths, graph, **kw):
