@@ -81,3 +81,43 @@ def run_graph(graph, batch_size, paths=None, iterations=1, **pipe_args):
     finally:
         pipe.close()
     return result if len(result) > 1 else result[0]
+
+
+def run_ranks(argv, world, log_dir, timeout):
+    """Starts `world` processes of `argv` with torchrun's environment (torch
+    1.13's torchrun itself fails on Python 3.11) and the in-tree package on
+    PYTHONPATH; returns their exit codes and outputs, or fails the test on a
+    hang, showing the outputs. Output goes to files, not pipes: a rank blocked
+    on a full pipe that nobody reads would stall the others in a collective."""
+    import socket
+    import subprocess
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = str(s.getsockname()[1])
+    python_dir = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
+    procs, logs = [], []
+    for rank in range(world):
+        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
+                   LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
+        env["PYTHONPATH"] = python_dir + os.pathsep + env.get("PYTHONPATH", "")
+        logs.append(open(os.path.join(str(log_dir), f"rank{rank}.log"), "w+b"))
+        procs.append(subprocess.Popen([sys.executable] + list(argv), env=env, stdout=logs[-1],
+                                      stderr=subprocess.STDOUT))
+    hung = False
+    for p in procs:
+        try:
+            p.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            hung = True
+            for q in procs:
+                q.kill()
+            break
+    outs = []
+    for log in logs:
+        log.seek(0)
+        outs.append(log.read().decode(errors="replace"))
+        log.close()
+    if hung:
+        pytest.fail("a rank hung; output:\n" + "\n----\n".join(o[-3000:] for o in outs))
+    return [p.returncode for p in procs], outs

@@ -9,11 +9,10 @@ Run as `python test_distributed.py worker OUT FILES N B` it is one rank."""
 
 import json
 import os
-import socket
-import subprocess
 import sys
 
 import pytest
+from conftest import run_ranks
 
 POLICIES = ("FILL", "DROP", "PARTIAL")
 EPOCHS = 2
@@ -63,12 +62,6 @@ def _worker(out_dir, files_dir, n, batch):
         json.dump(results, f)
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def label_files(tmp_path_factory):
     from PIL import Image
@@ -80,38 +73,10 @@ def label_files(tmp_path_factory):
 
 
 def _launch(world, out_dir, files_dir, n, batch):
-    import ladle
-
-    python_dir = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
-    port = _free_port()
-    procs, files = [], []  # output to files: an unread full pipe would stall a rank
-    for rank in range(world):
-        env = dict(os.environ, RANK=str(rank), WORLD_SIZE=str(world), LOCAL_RANK=str(rank),
-                   LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
-                   OMP_NUM_THREADS="1")
-        env["PYTHONPATH"] = python_dir + os.pathsep + env.get("PYTHONPATH", "")
-        files.append(open(os.path.join(out_dir, f"rank{rank}.log"), "w+b"))
-        procs.append(subprocess.Popen([sys.executable, os.path.abspath(__file__), "worker", out_dir, files_dir,
-                                       str(n), str(batch)], env=env, stdout=files[-1],
-                                      stderr=subprocess.STDOUT))
-    hung = False
-    for p in procs:
-        try:
-            p.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            hung = True
-            for q in procs:
-                q.kill()
-            break
-    logs = []
-    for f in files:
-        f.seek(0)
-        logs.append(f.read().decode(errors="replace"))
-        f.close()
-    if hung:
-        pytest.fail("a rank hung (uneven batch counts?):\n" + "\n----\n".join(log[-2000:] for log in logs))
-    for rank, (p, log) in enumerate(zip(procs, logs)):
-        assert p.returncode == 0, f"rank {rank} failed:\n{log}"
+    codes, logs = run_ranks([os.path.abspath(__file__), "worker", out_dir, files_dir, str(n), str(batch)], world,
+                            out_dir, timeout=180)
+    for rank, (code, log) in enumerate(zip(codes, logs)):
+        assert code == 0, f"rank {rank} failed:\n{log}"
     results = []
     for rank in range(world):
         with open(os.path.join(out_dir, f"rank{rank}.json")) as f:

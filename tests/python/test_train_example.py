@@ -4,11 +4,11 @@ torch.distributed with 2 processes (gloo), and its torchvision path works."""
 
 import os
 import re
-import socket
 import subprocess
 import sys
 
 import pytest
+from conftest import run_ranks
 
 pytest.importorskip("torch")
 pytest.importorskip("torchvision")
@@ -95,44 +95,11 @@ def test_synthetic(shapes):
     assert "data: synthetic" in out and final(out, "Perf") > 0
 
 
-def _free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.slow
 def test_two_processes_with_gloo(shapes, tmp_path):
-    # torchrun's environment (torch 1.13's torchrun itself fails on Python 3.11).
-    # Output goes to files, not pipes: a rank blocked on a full pipe that nobody
-    # reads would stall the other rank in its all-reduce.
-    port = str(_free_port())
-    procs, logs = [], []
-    for rank in range(2):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE="2", LOCAL_WORLD_SIZE="2",
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
-        env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-        args = [shapes] + COMMON + ["-b", "16", "-j", "1", "--epochs", "1", "-p", "5", "--save", ""]
-        logs.append(open(tmp_path / f"rank{rank}.log", "w+b"))
-        procs.append(subprocess.Popen([sys.executable, TRAIN] + args, env=env, stdout=logs[-1],
-                                      stderr=subprocess.STDOUT))
-    hung = False
-    for p in procs:
-        try:
-            p.wait(timeout=300)
-        except subprocess.TimeoutExpired:
-            hung = True
-            for q in procs:
-                q.kill()
-            break
-    outs = []
-    for log in logs:
-        log.seek(0)
-        outs.append(log.read().decode(errors="replace"))
-        log.close()
-    if hung:
-        pytest.fail("distributed training hung; output:\n" + "\n----\n".join(o[-3000:] for o in outs))
-    assert [p.returncode for p in procs] == [0, 0], outs
+    args = [shapes] + COMMON + ["-b", "16", "-j", "1", "--epochs", "1", "-p", "5", "--save", ""]
+    codes, outs = run_ranks([TRAIN] + args, 2, tmp_path, timeout=300)
+    assert codes == [0, 0], outs
     out = outs[0]
     assert "2 process(es) x batch 16" in out
     assert "Epoch: [0][15/15]" in out  # 500 images / 2 ranks / 16, full batches only
