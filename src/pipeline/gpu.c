@@ -4,6 +4,7 @@
  * memory is reused in stream order. Nothing here blocks the host unless more
  * than max_in_flight iterations are still running on the GPU. */
 #include "pipeline/gpu.h"
+#include "pipeline/pipeline.h"
 
 #include <stdlib.h>
 
@@ -13,8 +14,10 @@
 typedef struct kept {
   ladle_batch **batches;
   int num_batches, cap_batches;
-  ladle__block **blocks; /* with the pool each came from */
-  ladle__pool **block_pools;
+  struct kept_block {
+    ladle__block *block;
+    ladle__pool *pool; /* where it goes back */
+  } *blocks;
   int num_blocks, cap_blocks;
   void *event;
 } kept;
@@ -25,21 +28,11 @@ struct ladle__gpu_state {
   int size, head, count;
 };
 
-static ladle_status grow(void **array, int *cap, int need, size_t elem) {
-  if (need <= *cap) return LADLE_OK;
-  int cap2 = *cap ? *cap * 2 : 16;
-  void *a = realloc(*array, (size_t)cap2 * elem);
-  if (!a) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
-  *array = a;
-  *cap = cap2;
-  return LADLE_OK;
-}
-
 static kept *current(ladle__gpu_state *s) { return &s->ring[(s->head + s->count) % s->size]; }
 
 static void release_kept(kept *k) {
   for (int i = 0; i < k->num_batches; i++) ladle_batch_release(k->batches[i]);
-  for (int i = 0; i < k->num_blocks; i++) ladle__pool_free(k->block_pools[i], k->blocks[i]);
+  for (int i = 0; i < k->num_blocks; i++) ladle__pool_free(k->blocks[i].pool, k->blocks[i].block);
   k->num_batches = k->num_blocks = 0;
 }
 
@@ -84,7 +77,6 @@ void ladle__gpu_state_destroy(ladle__gpu_state *s) {
     ladle__cuda_event_destroy(s->ring[i].event);
     free(s->ring[i].batches);
     free(s->ring[i].blocks);
-    free(s->ring[i].block_pools);
   }
   free(s->ring);
   ladle__cuda_stream_destroy(s->gpu.stream);
@@ -127,7 +119,7 @@ done:
 
 ladle_status ladle__gpu_keep(ladle__gpu *g, ladle_batch *batch) {
   kept *k = current(g->state);
-  ladle_status st = grow((void **)&k->batches, &k->cap_batches, k->num_batches + 1, sizeof *k->batches);
+  ladle_status st = ladle__grow_array((void **)&k->batches, &k->cap_batches, k->num_batches + 1, sizeof *k->batches);
   if (st != LADLE_OK) return st;
   ladle_batch_retain(batch);
   k->batches[k->num_batches++] = batch;
@@ -136,14 +128,11 @@ ladle_status ladle__gpu_keep(ladle__gpu *g, ladle_batch *batch) {
 
 static ladle_status keep_block(ladle__gpu *g, ladle__pool *pool, size_t bytes, void **data) {
   kept *k = current(g->state);
-  int cap = k->cap_blocks;
-  ladle_status st = grow((void **)&k->blocks, &cap, k->num_blocks + 1, sizeof *k->blocks);
-  if (st == LADLE_OK) st = grow((void **)&k->block_pools, &k->cap_blocks, k->num_blocks + 1, sizeof *k->block_pools);
+  ladle_status st = ladle__grow_array((void **)&k->blocks, &k->cap_blocks, k->num_blocks + 1, sizeof *k->blocks);
   ladle__block *b = NULL;
   if (st == LADLE_OK) st = ladle__pool_alloc(pool, bytes, &b);
   if (st != LADLE_OK) return st;
-  k->blocks[k->num_blocks] = b;
-  k->block_pools[k->num_blocks++] = pool;
+  k->blocks[k->num_blocks++] = (struct kept_block){b, pool};
   *data = b->data;
   return LADLE_OK;
 }

@@ -214,7 +214,7 @@ done:
   return st;
 }
 
-static ladle_status grow(void **array, int *cap, int need, size_t elem) {
+ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem) {
   if (need <= *cap) return LADLE_OK;
   int cap2 = *cap ? *cap * 2 : 16;
   while (cap2 < need) cap2 *= 2;
@@ -310,8 +310,8 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   for (int a = 0; a < schema->num_args; a++)
     LADLE_CHECK(n->args[a].given || !schema->args[a].required, LADLE_ERROR_INVALID_ARGUMENT,
                 "%s: argument '%s' is required", op_name, schema->args[a].name);
-  LADLE_TRY(grow((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
-  LADLE_TRY(grow((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
+  LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
+  LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;
   for (int k = 0; k < n->num_outputs; k++) p->values[p->num_values++] = (ladle__value_ref){p->num_nodes, k};
   p->nodes[p->num_nodes++] = n;

@@ -63,6 +63,10 @@ struct ladle_pipeline {
   atomic_int stop;
 };
 
+/* Makes *array (of elem-byte elements, capacity *cap) hold at least `need`,
+ * doubling; fails with LADLE_ERROR_OUT_OF_MEMORY. */
+ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem);
+
 /* Starts and stops the executor thread (executor.c). */
 ladle_status ladle__executor_start(ladle_pipeline *p);
 void ladle__executor_stop(ladle_pipeline *p);
