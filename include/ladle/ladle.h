@@ -391,6 +391,34 @@ LADLE_API ladle_status ladle_pipeline_get_position(const ladle_pipeline *pipelin
 LADLE_API ladle_status ladle_pipeline_set_position(ladle_pipeline *pipeline,
                                                    const ladle_pipeline_position *position);
 
+/* Where a pipeline's time went since it was built: counters the executor
+ * keeps, cheap enough to be always on. wait_seconds is the consumer's side:
+ * a training loop that never waits in run() is not slowed by the loader. */
+typedef struct ladle_pipeline_stats {
+  int64_t iterations;     /* iterations the executor prepared (including ones dropped by set_position) */
+  double prepare_seconds; /* the executor thread's wall time preparing them */
+  double wait_seconds;    /* wall time run() blocked waiting for a prepared iteration */
+} ladle_pipeline_stats;
+
+/** The pipeline's counters so far (all zero before build). */
+LADLE_API ladle_status ladle_pipeline_get_stats(const ladle_pipeline *pipeline, ladle_pipeline_stats *stats);
+
+/* One operator's share of the executor's time. */
+typedef struct ladle_op_stats {
+  const char *op_name;       /* the schema's name, e.g. "resize" */
+  const char *instance_name; /* as given to add_op, or NULL */
+  const char *device;        /* "cpu", "gpu" or "mixed" after placement */
+  double seconds;            /* executor wall time in it: its parallel passes over the samples on the CPU;
+                              * for GPU operators the time to queue the work, including any host wait */
+  int fused;                 /* 1 when it runs inside its consumer's GPU kernel (its time is counted there) */
+} ladle_op_stats;
+
+/** The number of operators added to the pipeline. */
+LADLE_API int ladle_pipeline_num_ops(const ladle_pipeline *pipeline);
+
+/** Operator `index` (in the order added): names, placement and time. The strings live as long as the pipeline. */
+LADLE_API ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *pipeline, int index, ladle_op_stats *stats);
+
 #ifdef __cplusplus
 }
 #endif

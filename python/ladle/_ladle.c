@@ -1274,6 +1274,33 @@ static PyObject *pipeline_set_position(PipelineObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
+  if (pipeline_ready(self) < 0) return NULL;
+  ladle_pipeline_stats ps;
+  ladle_status st = ladle_pipeline_get_stats(self->pipe, &ps);
+  if (st != LADLE_OK) return raise_status(st);
+  int n = ladle_pipeline_num_ops(self->pipe);
+  PyObject *ops = PyList_New(n);
+  if (!ops) return NULL;
+  for (int i = 0; i < n; i++) {
+    ladle_op_stats os;
+    st = ladle_pipeline_get_op_stats(self->pipe, i, &os);
+    if (st != LADLE_OK) {
+      Py_DECREF(ops);
+      return raise_status(st);
+    }
+    PyObject *d = Py_BuildValue("{s:s,s:z,s:s,s:d,s:O}", "op", os.op_name, "name", os.instance_name, "device",
+                                os.device, "seconds", os.seconds, "fused", os.fused ? Py_True : Py_False);
+    if (!d) {
+      Py_DECREF(ops);
+      return NULL;
+    }
+    PyList_SET_ITEM(ops, i, d);
+  }
+  return Py_BuildValue("{s:L,s:d,s:d,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
+                       ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "operators", ops);
+}
+
 static PyObject *pipeline_get_num_outputs(PipelineObject *self, void *closure) {
   if (pipeline_ready(self) < 0) return NULL;
   return PyLong_FromLong(ladle_pipeline_num_outputs(self->pipe));
@@ -1294,6 +1321,8 @@ static PyMethodDef pipeline_methods[] = {
     {"set_position", (PyCFunction)pipeline_set_position, METH_O,
      "set_position(iteration): the next run() returns that iteration."},
     {"close", (PyCFunction)pipeline_close, METH_NOARGS, "close(): stops and frees the pipeline. Idempotent."},
+    {"stats", (PyCFunction)pipeline_stats, METH_NOARGS,
+     "stats() -> dict: iterations, prepare_seconds, wait_seconds and per-operator seconds so far."},
     {NULL},
 };
 

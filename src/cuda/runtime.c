@@ -200,11 +200,13 @@ cudaStream_t ladle__cuda_stream(void *stream) {
   return stream ? (cudaStream_t)stream : cudaStreamLegacy;
 }
 
-ladle_status ladle__cuda_stream_create(void **out) {
+ladle_status ladle__cuda_stream_create(int low_priority, void **out) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = NULL;
+  int lowest = 0, highest = 0;
   LADLE_CUDA_ENTER();
-  LADLE_CUDA_CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (low_priority) LADLE_CUDA_CHECK(cudaDeviceGetStreamPriorityRange(&lowest, &highest));
+  LADLE_CUDA_CHECK(cudaStreamCreateWithPriority(&s, cudaStreamNonBlocking, lowest));
   *out = s;
 done:
   return st;

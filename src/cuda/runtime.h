@@ -124,8 +124,10 @@ ladle__allocator ladle__cuda_pinned_allocator(int device);
 cudaStream_t ladle__cuda_stream(void *stream);
 
 /* A new stream on the current device that does not synchronize with the
- * legacy default stream (cudaStreamNonBlocking). */
-ladle_status ladle__cuda_stream_create(void **out);
+ * legacy default stream (cudaStreamNonBlocking); with low_priority, the
+ * device's lowest stream priority, so that the scheduler prefers other
+ * streams' kernels (a training step's) when both are ready. */
+ladle_status ladle__cuda_stream_create(int low_priority, void **out);
 void ladle__cuda_stream_destroy(void *stream); /* NULL allowed */
 
 /* An event for ordering only (cudaEventDisableTiming), created on `device`. */

@@ -6,6 +6,8 @@
 #ifndef LADLE_OPS_OP_H
 #define LADLE_OPS_OP_H
 
+#include <stdatomic.h>
+
 #include "core/batch.h"
 #include "core/error.h"
 #include "core/rng.h"
@@ -120,6 +122,7 @@ struct ladle__node {
   void **scratch;                /* per worker, grown on demand, kept for reuse */
   size_t *scratch_size;
   uint8_t *sample_states;        /* batch_size * sample_state_size */
+  _Atomic int64_t busy_ns;       /* the executor's wall time in this node (ladle_op_stats) */
 };
 
 /* Pipeline-wide settings an operator may read. */

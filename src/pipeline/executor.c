@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "pipeline/gpu.h"
 #include "pipeline/pipeline.h"
@@ -89,6 +90,7 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
   }
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
+    int64_t t0 = ladle__now_ns();
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
     ps.node = n;
@@ -117,6 +119,7 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
         goto done;
       }
     }
+    atomic_fetch_add(&n->busy_ns, ladle__now_ns() - t0);
   }
   for (int k = 0; k < p->num_outputs; k++) {
     out[k] = p->value_batches[p->outputs[k]];
@@ -161,7 +164,10 @@ static void *executor_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
 
     ladle__clear_error();
+    int64_t t0 = ladle__now_ns();
     ladle_status st = run_iteration(p, iteration, generation, slot->outputs);
+    atomic_fetch_add(&p->stat_prepare_ns, ladle__now_ns() - t0);
+    atomic_fetch_add(&p->stat_iterations, 1);
 
     pthread_mutex_lock(&p->lock);
     if (atomic_load(&p->generation) != generation) { /* repositioned meanwhile: drop it */
@@ -223,7 +229,11 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   }
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
-  while (p->queue_count == 0 && !atomic_load(&p->stop)) pthread_cond_wait(&p->ready, &p->lock);
+  if (p->queue_count == 0) {
+    int64_t t0 = ladle__now_ns();
+    while (p->queue_count == 0 && !atomic_load(&p->stop)) pthread_cond_wait(&p->ready, &p->lock);
+    atomic_fetch_add(&p->stat_wait_ns, ladle__now_ns() - t0);
+  }
   if (p->queue_count == 0) {
     pthread_mutex_unlock(&p->lock);
     return LADLE_FAIL(LADLE_ERROR_STATE, "the pipeline is stopping");
@@ -267,5 +277,19 @@ ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline
   p->delivered = pos->iteration;
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
+  return LADLE_OK;
+}
+
+int64_t ladle__now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_stats *stats) {
+  if (!p || !stats) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  stats->iterations = atomic_load(&p->stat_iterations);
+  stats->prepare_seconds = (double)atomic_load(&p->stat_prepare_ns) * 1e-9;
+  stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
   return LADLE_OK;
 }

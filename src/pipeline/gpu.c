@@ -7,6 +7,7 @@
 #include "pipeline/pipeline.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 #ifdef LADLE_HAVE_CUDA
 #include "cuda/runtime.h"
@@ -50,7 +51,10 @@ ladle_status ladle__gpu_state_create(int device_id, int max_in_flight, size_t pi
   LADLE_ALLOC(s->ring, s->size);
   LADLE_TRY(ladle__cuda_use_device(device_id, &previous));
   for (int i = 0; i < s->size; i++) LADLE_TRY(ladle__cuda_event_create(device_id, &s->ring[i].event));
-  LADLE_TRY(ladle__cuda_stream_create(&s->gpu.stream));
+  /* The loader works ahead of the consumer: its kernels yield to the training
+   * step's. LADLE_STREAM_PRIORITY=normal measures the difference. */
+  const char *priority = getenv("LADLE_STREAM_PRIORITY");
+  LADLE_TRY(ladle__cuda_stream_create(!(priority && strcmp(priority, "normal") == 0), &s->gpu.stream));
   ladle__allocator device = ladle__cuda_device_allocator(device_id);
   ladle__allocator pinned = ladle__cuda_pinned_allocator(device_id);
   LADLE_TRY(ladle__pool_create(&device, (size_t)8 << 30, &s->gpu.device_pool));

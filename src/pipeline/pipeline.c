@@ -340,6 +340,22 @@ ladle_status ladle_pipeline_set_outputs(ladle_pipeline *p, const int *nodes, int
 
 int ladle_pipeline_num_outputs(const ladle_pipeline *p) { return p->num_outputs; }
 
+int ladle_pipeline_num_ops(const ladle_pipeline *p) { return p ? p->num_nodes : 0; }
+
+ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, ladle_op_stats *stats) {
+  if (!p || !stats) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  if (index < 0 || index >= p->num_nodes)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "operator index %d out of range (the pipeline has %d)", index,
+                      p->num_nodes);
+  const ladle__node *n = p->nodes[index];
+  stats->op_name = n->def->schema.name;
+  stats->instance_name = n->name;
+  stats->device = n->device == LADLE_ON_GPU ? "gpu" : n->device == LADLE_ON_MIXED ? "mixed" : "cpu";
+  stats->seconds = (double)atomic_load(&n->busy_ns) * 1e-9;
+  stats->fused = n->fused_into != NULL;
+  return LADLE_OK;
+}
+
 static const ladle__out_desc *value_desc(const ladle_pipeline *p, int value) {
   ladle__value_ref r = p->values[value];
   return &p->nodes[r.node]->out[r.output];

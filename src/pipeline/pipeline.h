@@ -61,7 +61,13 @@ struct ladle_pipeline {
   int64_t delivered;           /* iterations handed out by run() */
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
   atomic_int stop;
+
+  /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
+  _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns;
 };
+
+/* Monotonic clock in nanoseconds, for the counters. */
+int64_t ladle__now_ns(void);
 
 /* Makes *array (of elem-byte elements, capacity *cap) hold at least `need`,
  * doubling; fails with LADLE_ERROR_OUT_OF_MEMORY. */

@@ -597,7 +597,7 @@ static int latch_child(void) {
   if (ladle__cuda_device_count() == 0) return 77;
   int fails = 0;
   void *s = NULL, *ev = NULL;
-  if (ladle__cuda_stream_create(&s) != LADLE_OK || ladle__cuda_event_create(0, &ev) != LADLE_OK) return 1;
+  if (ladle__cuda_stream_create(0, &s) != LADLE_OK || ladle__cuda_event_create(0, &ev) != LADLE_OK) return 1;
   ladle__resize_axis ax = {0}, ay = {0};
   ladle__resize_axis_plan(&ax, 64, 0, 64, 32, LADLE__INTERP_LINEAR, 1);
   ladle__resize_axis_plan(&ay, 64, 0, 64, 32, LADLE__INTERP_LINEAR, 1);
@@ -912,7 +912,7 @@ int main(void) {
   CHECK(child == 0);
   fprintf(stderr, "%s test_sticky_latch (child exit %d)\n", child == 0 ? "ok  " : "FAIL", child);
   CHECK_OK(ladle__cuda_use_device(0, NULL));
-  CHECK_OK(ladle__cuda_stream_create(&stream));
+  CHECK_OK(ladle__cuda_stream_create(0, &stream));
 
   RUN(test_runtime);
   RUN(test_resize);

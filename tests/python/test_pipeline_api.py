@@ -3,6 +3,7 @@ types, reader metadata, determinism and resuming."""
 
 import inspect
 import os
+import time
 import warnings
 
 import numpy as np
@@ -359,3 +360,30 @@ def test_pipelines_share_a_thread_pool(sample_root):
         pipe.close()
     with pytest.raises(TypeError):
         ladle.Pipeline(batch_size=2, thread_pool=4)
+
+
+@requires_ops(*TRAINING_OPS)
+def test_executor_statistics_account_for_the_iterations(sample_root):
+    pipe = training(sample_root, prefetch_queue_depth=1)
+    try:
+        pipe.build()
+        stats = pipe.executor_statistics()
+        assert [op["op"] for op in stats["operators"]] == [
+            "readers.file", "decoders.image_random_crop", "resize", "random.coin_flip", "crop_mirror_normalize"]
+        assert stats["operators"][0]["name"] == "Reader"
+        assert all(op["device"] == "cpu" and not op["fused"] for op in stats["operators"])
+        t0 = time.perf_counter()
+        for _ in range(3):
+            pipe.run()
+        elapsed = time.perf_counter() - t0
+        stats = pipe.executor_statistics()
+        # Three delivered and, with a queue of one, at most two more in the making.
+        assert 3 <= stats["iterations"] <= 5
+        assert stats["prepare_seconds"] > 0
+        busy = sum(op["seconds"] for op in stats["operators"])
+        assert 0 < busy <= stats["prepare_seconds"] + 1e-6
+        decode = stats["operators"][1]["seconds"]
+        assert decode > 0
+        assert 0 <= stats["wait_seconds"] <= elapsed
+    finally:
+        pipe.close()
