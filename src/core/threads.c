@@ -10,6 +10,9 @@
 
 #ifdef __linux__
 #include <sched.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 #endif
 
 #include "core/error.h"
@@ -29,6 +32,7 @@ struct ladle_thread_pool {
   job *jobs;              /* FIFO of jobs with unclaimed items */
   int stop;
   int num_threads;
+  int nice; /* added to the workers' scheduling niceness */
   pthread_t *threads;
   worker_arg *args;
 };
@@ -42,6 +46,10 @@ static void *worker_main(void *p) {
     CPU_ZERO(&set);
     CPU_SET(arg->cpu, &set);
     pthread_setaffinity_np(pthread_self(), sizeof set, &set); /* best effort */
+  }
+  if (pool->nice) { /* Linux niceness is per thread; best effort */
+    id_t tid = (id_t)syscall(SYS_gettid);
+    setpriority(PRIO_PROCESS, tid, getpriority(PRIO_PROCESS, tid) + pool->nice);
   }
 #endif
   pthread_mutex_lock(&pool->lock);
@@ -73,6 +81,8 @@ ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->work, NULL);
   pthread_cond_init(&pool->done, NULL);
+  const char *nice = getenv("LADLE_WORKER_NICE");
+  pool->nice = nice ? atoi(nice) : 0;
   for (int i = 0; i < num_threads; i++) {
     pool->args[i] = (worker_arg){pool, i, cpus ? cpus[i % num_cpus] : -1};
     if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {
