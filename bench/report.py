@@ -116,7 +116,8 @@ def print_training(t):
                          _n(x.get("imagenet_epoch_minutes"), 1), x.get("data", "")])
     if rows:
         print(f"\ntraining ({'CPU SMOKE TEST, float32' if t.get('cpu_smoke_test') else 'AMP'}, channels-last, batch {t.get('batch_size')}, {t.get('iters')} timed iterations "
-              f"after >= {t.get('warmup_iters')} warm-up iterations, more where a loader's queue must drain)")
+              f"after >= {t.get('warmup_iters')} warm-up iterations, more where a loader's queue must drain; "
+              f"ladle num_threads {t.get('ladle_threads', t.get('threads'))}, DataLoader workers {t.get('threads')})")
         _table(rows, ["model", "data", "images/s", "min-max", "of synth.", "ImageNet epoch min", "data path"])
     for arch, h in (t.get("headline") or {}).items():
         parts = []

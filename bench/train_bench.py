@@ -5,7 +5,9 @@ iterations after warm-up iterations.
 
 Data sources:
   synthetic  one random float16 batch already on the GPU: the model's own speed (the upper bound)
-  ladle      ladle's training pipeline (device="mixed" where it runs, else the CPU pipeline + copy)
+  ladle      ladle's training pipeline (device="mixed" where it runs, else the CPU pipeline + copy),
+             num_threads = --ladle-threads: by default 4 cores fewer than the machine has, left to
+             the training process (its Python thread, autograd's thread, the CUDA driver)
   pytorch    torchvision ImageFolder + DataLoader (PIL, num_workers = --threads, pin_memory)
 
 The figure is images/s over the timed iterations, split into --chunks equal
@@ -71,7 +73,7 @@ def make_source(backend, args, torch, torchvision, ladle):
     device = args.ladle_device
     if device == "auto":
         device = "mixed" if ladle_gpu_ops(ladle) is None else "cpu"
-    return (LadleLoader(ladle, torch, args.data, "train", device, args.batch_size, args.threads, seed=args.seed,
+    return (LadleLoader(ladle, torch, args.data, "train", device, args.batch_size, args.ladle_threads, seed=args.seed,
                         to_gpu=cuda, prefetch=args.prefetch), f"ladle {device}")
 
 
@@ -193,7 +195,7 @@ def run_child(args, backend, deadline):
         cmd = [sys.executable, os.path.abspath(__file__), "--child", backend, "--child-out", out,
                "--data", args.data, "--archs", ",".join(args.archs), "--batch-size", str(args.batch_size),
                "--iters", str(args.iters), "--warmup-iters", str(args.warmup_iters), "--chunks", str(args.chunks),
-               "--threads", str(args.threads), "--ladle-device", args.ladle_device, "--seed", str(args.seed),
+               "--threads", str(args.threads), "--ladle-threads", str(args.ladle_threads), "--ladle-device", args.ladle_device, "--seed", str(args.seed),
                "--prefetch", str(args.prefetch)]
         if args.allow_cpu:
             cmd.append("--allow-cpu")
@@ -232,7 +234,8 @@ def run_script(args, deadline):
                 out.setdefault(arch, {})[backend] = {"skipped": "time budget spent"}
                 continue
             cmd = [sys.executable, args.script, root, "-a", arch, "-b", str(args.batch_size), "--epochs", "1",
-                   "--iters-per-epoch", str(iters), "--channels-last", "-j", str(args.threads),
+                   "--iters-per-epoch", str(iters), "--channels-last",
+                   "-j", str(args.threads if backend == "pytorch" else args.ladle_threads),
                    "-p", str(args.script_print_freq), "--save", ""]
             cmd += ["--synthetic"] if backend == "synthetic" else ["--data-backend", backend]
             if not args.allow_cpu:  # AMP on a CPU (bfloat16) is far too slow for the smoke test
@@ -280,7 +283,8 @@ def headline(runs):
 def parent_main(args):
     torch, torchvision, reason = common.import_torch()
     training = {"batch_size": args.batch_size, "iters": (args.iters // args.chunks) * args.chunks,
-                "warmup_iters": args.warmup_iters, "threads": args.threads, "data": os.path.abspath(args.data),
+                "warmup_iters": args.warmup_iters, "threads": args.threads,
+                "ladle_threads": args.ladle_threads, "data": os.path.abspath(args.data),
                 "model": "torchvision.models.<arch>(num_classes=1000), channels_last, autocast float16 + GradScaler, "
                          "SGD momentum 0.9", "runs": {}}
     failures = []
@@ -362,7 +366,9 @@ def parse_args(argv=None):
     p.add_argument("--iters", type=int, default=100, help="timed iterations")
     p.add_argument("--warmup-iters", type=int, default=20)
     p.add_argument("--chunks", type=int, default=5, help="the timed iterations are split into this many parts")
-    p.add_argument("--threads", type=int, default=common.usable_cores())
+    p.add_argument("--threads", type=int, default=common.usable_cores(), help="DataLoader num_workers")
+    p.add_argument("--ladle-threads", type=int, default=max(1, common.usable_cores() - 4),
+                   help="ladle num_threads (default: 4 fewer than the cores, left to the training process)")
     p.add_argument("--ladle-device", choices=["auto", "mixed", "cpu"], default="auto")
     p.add_argument("--prefetch", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)

@@ -262,7 +262,10 @@ typedef struct ladle_thread_pool ladle_thread_pool;
 
 /**
  * Starts `num_threads` (>= 1) workers. When `cpus` is not NULL, worker k is
- * pinned to core cpus[k % num_cpus] (Linux; elsewhere ignored).
+ * pinned to core cpus[k % num_cpus] (Linux; elsewhere ignored). On Linux the
+ * workers run at a niceness 10 above the caller's, so that a training loop's
+ * own threads win the cores when both want them; the environment variable
+ * LADLE_WORKER_NICE=n sets another offset (0: the caller's priority).
  */
 LADLE_API ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_cpus,
                                                 ladle_thread_pool **out);

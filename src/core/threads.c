@@ -19,6 +19,8 @@
 
 typedef ladle__job job;
 
+enum { DEFAULT_WORKER_NICE = 10 };
+
 typedef struct worker_arg {
   ladle_thread_pool *pool;
   int index;
@@ -81,8 +83,12 @@ ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->work, NULL);
   pthread_cond_init(&pool->done, NULL);
+  /* Workers run at a lower CPU priority than the threads that create them, so
+   * that when they burst on every core a training loop's Python thread (which
+   * launches the GPU work) still runs at once: measured on the H200 machine,
+   * ResNet-18 trained 15% faster with 12 workers at +10 (bench/README.md). */
   const char *nice = getenv("LADLE_WORKER_NICE");
-  pool->nice = nice ? atoi(nice) : 0;
+  pool->nice = nice ? atoi(nice) : DEFAULT_WORKER_NICE;
   for (int i = 0; i < num_threads; i++) {
     pool->args[i] = (worker_arg){pool, i, cpus ? cpus[i % num_cpus] : -1};
     if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {

@@ -380,12 +380,6 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
     pthread_mutex_unlock(&sh->lock);
     locked = 0;
   }
-  if (num_crops) {
-    void *host = NULL, *dev = NULL;
-    size_t bytes = ladle__gpu_crop_flip_param_bytes(num_crops);
-    LADLE_TRY(ladle__gpu_params(g, bytes, &host, &dev));
-    LADLE_TRY(ladle__gpu_crop_flip(crops, num_crops, host, dev, bytes, g->stream));
-  }
   if (started) {
     ladle__parallel_wait(g->workers, &job);
     started = 0;
@@ -394,11 +388,24 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
       st = work.status;
       goto done;
     }
+    /* One copy of the whole CPU share, which the crop kernel below places:
+     * a copy per image would cost a driver call each, and the training loop
+     * contends for the driver (see bench/README.md). */
+    uint8_t *dev_staging = NULL;
+    LADLE_TRY(ladle__gpu_device_scratch(g, cpu_bytes, (void **)&dev_staging));
+    LADLE_TRY(ladle__cuda_copy(dev_staging, work.staging, cpu_bytes, g->stream));
     for (int k = 0; k < num_cpu; k++) {
-      int slot = cpu_slots[k];
-      LADLE_TRY(ladle__cuda_copy(ladle_batch_data(out, slot), work.staging + cpu_offsets[k],
-                                 out->offsets[slot + 1] - out->offsets[slot], g->stream));
+      const int64_t *shape = ladle_batch_shape(out, cpu_slots[k]);
+      int h = (int)shape[0], w = (int)shape[1], c = (int)shape[2];
+      crops[num_crops++] = (ladle__gpu_crop_flip_desc){dev_staging + cpu_offsets[k], ladle_batch_data(out, cpu_slots[k]),
+                                                       h, w, c, 1, 0, 0, w, h, 0, 0, 0};
     }
+  }
+  if (num_crops) {
+    void *host = NULL, *dev = NULL;
+    size_t bytes = ladle__gpu_crop_flip_param_bytes(num_crops);
+    LADLE_TRY(ladle__gpu_params(g, bytes, &host, &dev));
+    LADLE_TRY(ladle__gpu_crop_flip(crops, num_crops, host, dev, bytes, g->stream));
   }
 done:
   if (started) ladle__parallel_wait(g->workers, &job); /* the workers write into our scratch */

@@ -133,6 +133,38 @@ static void test_thread_pool(void) {
   CHECK(ladle__parse_cpu_list("3-1", list, 16) == -1);
 }
 
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+static void record_nice(void *ctx, int item, int worker) {
+  ((int *)ctx)[item] = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+}
+
+/* Workers run 10 nice levels below their creator (capped at 19), or as
+ * LADLE_WORKER_NICE says. */
+static void test_worker_priority(void) {
+  int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  const char *cases[3] = {NULL, "0", "3"};
+  int offsets[3] = {10, 0, 3};
+  for (int c = 0; c < 3; c++) {
+    if (cases[c]) setenv("LADLE_WORKER_NICE", cases[c], 1);
+    else unsetenv("LADLE_WORKER_NICE");
+    ladle_thread_pool *pool = NULL;
+    CHECK_OK(ladle_thread_pool_create(2, NULL, 0, &pool));
+    int seen[64];
+    ladle__parallel_for(pool, 64, record_nice, seen);
+    int want = base + offsets[c] > 19 ? 19 : base + offsets[c], all = 1;
+    for (int i = 0; i < 64; i++) all &= seen[i] == want;
+    CHECK(all);
+    ladle_thread_pool_destroy(pool);
+  }
+  unsetenv("LADLE_WORKER_NICE");
+  CHECK(getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)) == base); /* the caller's own is untouched */
+}
+#endif
+
 static void test_batches(void) {
   int64_t shapes[6] = {2, 3, 3, 2, 3, 3};
   uint8_t data[36];
@@ -164,6 +196,9 @@ int main(void) {
   RUN(test_rng_streams);
   RUN(test_pool_reuse);
   RUN(test_thread_pool);
+#ifdef __linux__
+  RUN(test_worker_priority);
+#endif
   RUN(test_batches);
   TEST_MAIN_END();
 }
