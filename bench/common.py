@@ -164,8 +164,12 @@ def host_tag(machine):
 
 
 def commit_info():
-    """(commit, dirty, source): git when this is a checkout, else $LADLE_COMMIT,
+    """(commit, dirty, source): $LADLE_COMMIT when set (the GPU machine's copy of
+    .git can lag behind the tree sent to it), else git when this is a checkout,
     else .bench/COMMIT (written by tools/fetch-bench-data), else "unknown"."""
+    env = os.environ.get("LADLE_COMMIT", "").strip()
+    if env:
+        return env.split("+")[0], env.endswith("+dirty"), "LADLE_COMMIT"
     try:
         out = subprocess.run(["git", "-C", REPO, "rev-parse", "--short", "HEAD"],
                              capture_output=True, text=True, timeout=20)
@@ -175,9 +179,6 @@ def commit_info():
             return out.stdout.strip(), bool(status.stdout.strip()), "git"
     except (OSError, subprocess.SubprocessError):
         pass
-    env = os.environ.get("LADLE_COMMIT", "").strip()
-    if env:
-        return env.split("+")[0], env.endswith("+dirty"), "LADLE_COMMIT"
     try:
         with open(os.path.join(REPO, ".bench", "COMMIT")) as f:
             text = f.read().strip()
