@@ -362,6 +362,20 @@ LADLE_API int ladle_pipeline_num_outputs(const ladle_pipeline *pipeline);
  */
 LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch **outputs);
 
+/**
+ * Feeds `batch` to the external_source operator named `source_name`, for a
+ * coming iteration: each fed batch is used by exactly one iteration, first in
+ * first out, without a copy (a new reference is taken; the caller keeps its
+ * own). The batch must match the source's dtype and rank, be in host memory
+ * for a "cpu" source or GPU memory for a "gpu" one, and hold 1 to batch_size
+ * samples. An iteration runs once every source has a batch; all sources must
+ * then have the same number of samples N, and the iteration's outputs have N
+ * samples (with a reader in the graph, N must be batch_size). run() on a
+ * pipeline whose sources have nothing left fails with LADLE_ERROR_STATE
+ * instead of waiting. Thread-safe.
+ */
+LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
+
 /* What a reader knows about its epoch (DALI's reader metadata). */
 typedef struct ladle_reader_meta {
   int64_t epoch_size;        /* samples in the whole data set */
@@ -389,7 +403,8 @@ LADLE_API ladle_status ladle_pipeline_get_position(const ladle_pipeline *pipelin
  * Moves the pipeline so that the next run() returns the iteration at
  * `position`, discarding iterations prepared ahead. Since all randomness is
  * keyed by sample and epoch, the batches are identical to an uninterrupted
- * run's.
+ * run's. Not for pipelines with external sources (LADLE_ERROR_STATE): fed
+ * data has no position to return to.
  */
 LADLE_API ladle_status ladle_pipeline_set_position(ladle_pipeline *pipeline,
                                                    const ladle_pipeline_position *position);

@@ -1233,6 +1233,18 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
   return tuple;
 }
 
+static PyObject *pipeline_feed(PipelineObject *self, PyObject *args) {
+  const char *name;
+  PyObject *obj;
+  if (!PyArg_ParseTuple(args, "sO!:feed", &name, &BatchType, &obj)) return NULL;
+  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  /* Not a long call (no busy flag): a thread blocked in run() may be waiting
+   * for exactly this batch. */
+  ladle_status st = ladle_pipeline_feed(self->pipe, name, ((BatchObject *)obj)->batch);
+  if (st != LADLE_OK) return raise_status(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   if (pipeline_ready(self) < 0) return NULL;
   const char *name = PyUnicode_AsUTF8(arg);
@@ -1316,6 +1328,8 @@ static PyMethodDef pipeline_methods[] = {
     {"build", (PyCFunction)pipeline_build, METH_NOARGS, "build(): checks the graph and starts the executor."},
     {"run", (PyCFunction)pipeline_run, METH_NOARGS, "run() -> tuple of _Batch, one per output."},
     {"reader_meta", (PyCFunction)pipeline_reader_meta, METH_O, "reader_meta(name) -> dict."},
+    {"feed", (PyCFunction)pipeline_feed, METH_VARARGS,
+     "feed(source_name, batch): queues a _Batch for the external_source of that name (one iteration each)."},
     {"get_position", (PyCFunction)pipeline_get_position, METH_NOARGS,
      "get_position() -> int: iterations handed out so far."},
     {"set_position", (PyCFunction)pipeline_set_position, METH_O,

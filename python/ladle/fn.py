@@ -221,3 +221,58 @@ def _populate():
 
 
 _populate()
+
+
+# DALI's external_source arguments ladle accepts and has no use for.
+_EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "no_copy", "blocking", "prefetch_queue_depth",
+                               "parallel", "batch_info", "repeat_last"})
+_generated_external_source = external_source  # noqa: F821 - made by _populate()
+
+
+def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
+                    batch=True, **kwargs):
+    """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None, cycle=None)
+
+    Data the application supplies, one batch per iteration: fed with
+    ``pipe.feed_input(name, data)`` or drawn from `source`, a callable (given
+    the iteration number when it takes an argument) or an iterable that
+    returns one batch per call: a list of arrays (shapes may differ), an
+    [N, ...] array, CPU torch tensors, or a ladle TensorList (taken without a
+    copy; a GPU one for device="gpu"). A batch holds 1 to batch_size samples;
+    when `source` runs out (StopIteration), run() raises StopIteration.
+    cycle=True (or "quiet") restarts an iterable instead; "raise" raises
+    StopIteration once, then restarts.
+
+    ndim defaults to len(layout), else 3; layout defaults to "HWC" for ndim 3.
+    Encoded files (JPEG bytes) are dtype=UINT8, ndim=1.
+    """
+    pipe = Pipeline.current()
+    if pipe is None:
+        raise _ladle.StateError("fn.external_source() must be called inside a pipeline definition")
+    if not batch:
+        raise _ladle.UnsupportedError("fn.external_source: batch=False (a source per sample) is not supported; "
+                                      "return whole batches")
+    unknown = sorted(set(kwargs) - _EXTERNAL_IGNORED)
+    if unknown:
+        raise _ladle.InvalidArgumentError(f"fn.external_source: unknown argument(s): {', '.join(unknown)}")
+    if kwargs:
+        warnings.warn(f"fn.external_source: ladle ignores the DALI argument(s) {', '.join(sorted(kwargs))}",
+                      stacklevel=2)
+    if cycle not in (None, False, True, "quiet", "raise", "no"):
+        raise _ladle.InvalidArgumentError(f"fn.external_source: cycle={cycle!r}: use False, True, 'quiet' or 'raise'")
+    if source is not None and not callable(source) and cycle not in (None, False, "no") \
+            and iter(source) is source:
+        raise _ladle.InvalidArgumentError("fn.external_source: cycle needs an iterable that can be iterated again "
+                                          "(a list, not an iterator or generator)")
+    layout = str(layout) if layout is not None else None
+    if ndim is None:
+        ndim = len(layout) if layout else 3
+    if layout is None:
+        layout = "HWC" if ndim == 3 else ""
+    node = _generated_external_source(device=device, name=name, dtype=types.UINT8 if dtype is None else dtype,
+                                      ndim=int(ndim), layout=layout)
+    pipe._add_source(node.name, source, cycle)
+    return node
+
+
+external_source.schema = _generated_external_source.schema

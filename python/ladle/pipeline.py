@@ -13,7 +13,7 @@ import threading
 import warnings
 
 from . import _ladle
-from .tensors import TensorList
+from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
 _DALI_IGNORED = frozenset({
@@ -91,6 +91,72 @@ def _default_device(device_id):
         return device_id
     info = json.loads(_ladle.build_info())
     return int(local_rank) if int(local_rank) < int(info.get("cuda_devices", 0)) else -1
+
+
+class _Source:
+    """An external_source's `source`: one batch per call, until StopIteration."""
+
+    def __init__(self, name, source, cycle):
+        self.name, self.source, self.cycle = name, source, cycle
+        self.iteration = 0
+        self.exhausted = False
+        self._iter = None
+        self._takes_iteration = False
+        if callable(source):
+            try:
+                params = [p for p in inspect.signature(source).parameters.values()
+                          if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+                self._takes_iteration = len(params) >= 1
+            except (TypeError, ValueError):  # builtins without a signature
+                pass
+
+    def next(self):
+        """The next batch, or None when the source ran out (it is then exhausted)."""
+        try:
+            if callable(self.source):
+                data = self.source(self.iteration) if self._takes_iteration else self.source()
+            else:
+                if self._iter is None:
+                    self._iter = iter(self.source)
+                try:
+                    data = next(self._iter)
+                except StopIteration:
+                    if self.cycle not in (True, "quiet"):
+                        raise
+                    self._iter = iter(self.source)
+                    data = next(self._iter)
+        except StopIteration:
+            self.exhausted = True
+            return None
+        self.iteration += 1
+        return data
+
+    def restart(self):
+        """After run() reported the end: cycle="raise" starts the source again."""
+        if self.cycle == "raise":
+            self._iter = None
+            self.exhausted = False
+
+
+def _as_batch(data, layout):
+    """A _Batch for feed_input (see there)."""
+    if isinstance(data, TensorList):
+        return data._batch
+    if isinstance(data, _ladle._Batch):
+        return data
+    if type(data).__module__.startswith("torch"):
+        data = _torch_to_numpy(data)
+    elif isinstance(data, (list, tuple)):
+        data = [_torch_to_numpy(x) if type(x).__module__.startswith("torch") else x for x in data]
+    return as_tensor_list(data, layout=None if layout is None else str(layout))._batch
+
+
+def _torch_to_numpy(t):
+    if t.device.type != "cpu":
+        raise _ladle.UnsupportedError(
+            "feed_input: torch tensors on the GPU cannot be fed yet; feed CPU tensors, or a ladle TensorList "
+            "(the output of a device=\"gpu\" operator) to a device=\"gpu\" source")
+    return t.detach().numpy()
 
 
 class DataNode:
@@ -220,6 +286,7 @@ class Pipeline:
         self._closed = False
         self._op_names = set()
         self._readers = []
+        self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._num_outputs = 0
         self._built = False
 
@@ -290,6 +357,29 @@ class Pipeline:
             self._readers.append(name)
         return first, name
 
+    def _add_source(self, name, source, cycle):
+        self._sources[name] = _Source(name, source, cycle) if source is not None else None
+
+    def feed_input(self, data_node, data, layout=None):
+        """Queues `data` for the external_source `data_node` (its DataNode or
+        name): one batch, used by one iteration, first in first out. `data` is
+        a list of arrays (one dtype and rank; shapes may differ), an [N, ...]
+        array, CPU torch tensors, or a TensorList (taken without a copy; a GPU
+        one for a device="gpu" source); 1 <= N <= batch_size."""
+        name = data_node.name if isinstance(data_node, DataNode) else str(data_node)
+        if name not in self._sources:
+            raise _ladle.InvalidArgumentError(f"feed_input: no external_source named {name!r} in the pipeline")
+        self._handle().feed(name, _as_batch(data, layout))
+
+    def _feed_from_sources(self, count):
+        """Feeds `count` batches from every source that has a `source`."""
+        for _ in range(count):
+            for src in self._sources.values():
+                if src is not None and not src.exhausted:
+                    data = src.next()
+                    if data is not None:
+                        self.feed_input(src.name, data)
+
     def set_outputs(self, *outputs):
         """Declares the nodes run() returns, in order."""
         if len(outputs) == 1 and isinstance(outputs[0], (list, tuple)):
@@ -304,12 +394,26 @@ class Pipeline:
     def build(self):
         """Checks the graph and starts the executor. Optional: run() builds."""
         self._handle().build()
-        self._built = True
+        if not self._built:
+            self._built = True
+            self._feed_from_sources(self._prefetch_queue_depth)  # sources run ahead as the executor does
 
     def run(self):
-        """The next iteration: a tuple with one TensorList per output."""
-        batches = self._handle().run()
-        self._built = True
+        """The next iteration: a tuple with one TensorList per output. With
+        external sources that have a `source`, StopIteration when one ran out."""
+        if not self._built:
+            self.build()
+        else:
+            self._feed_from_sources(1)
+        try:
+            batches = self._handle().run()
+        except _ladle.StateError:
+            ended = [s for s in self._sources.values() if s is not None and s.exhausted]
+            if ended:
+                for s in ended:
+                    s.restart()
+                raise StopIteration(f"external_source {ended[0].name!r}: its source ran out") from None
+            raise
         return tuple(TensorList(b) for b in batches)
 
     # DALI's split form of run(), for code written against it. ladle always

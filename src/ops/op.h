@@ -56,6 +56,9 @@ typedef struct ladle__op_def {
   /* 1 for operators that only move data (transfer.to_gpu): they take no
    * random stream, so adding .gpu() does not change other operators' draws. */
   int moves_data_only;
+  /* 1 for external_source: its output is a batch the application fed; the
+   * executor takes it as is and runs nothing per sample. */
+  int external;
   /* Build time: check argument combinations and input descs (node->in[k]),
    * set every node->out[k]; may set node->state. Required. */
   ladle_status (*init)(ladle__node *node);

@@ -16,6 +16,7 @@ extern const ladle__op_def ladle__op_cast;
 extern const ladle__op_def ladle__op_random_coin_flip;
 extern const ladle__op_def ladle__op_random_uniform;
 extern const ladle__op_def ladle__op_transfer_to_gpu;
+extern const ladle__op_def ladle__op_external_source;
 
 static const ladle__op_def *const registry[] = {
     &ladle__op_readers_file,
@@ -30,6 +31,7 @@ static const ladle__op_def *const registry[] = {
     &ladle__op_random_coin_flip,
     &ladle__op_random_uniform,
     &ladle__op_transfer_to_gpu,
+    &ladle__op_external_source,
 };
 
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))

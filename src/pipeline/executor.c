@@ -11,8 +11,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "ops/external_source.h"
 #include "pipeline/gpu.h"
 #include "pipeline/pipeline.h"
+
+#ifdef LADLE_HAVE_CUDA
+#include "cuda/runtime.h"
+#endif
 
 typedef struct pass {
   ladle_pipeline *p;
@@ -59,7 +64,7 @@ static void run_sample(void *ctx, int slot, int worker) {
 }
 
 static ladle_status run_pass(pass *ps) {
-  int batch = ps->p->params.batch_size;
+  int batch = ps->p->config.batch_size;
   ps->failed_slot = batch;
   ps->status = LADLE_OK;
   ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
@@ -70,11 +75,64 @@ static ladle_status run_pass(pass *ps) {
   return abandoned(ps) ? LADLE_ERROR_STATE : LADLE_OK;
 }
 
+/* A fed GPU batch: this iteration's stream waits for its producer, and the
+ * batch lives until this iteration's GPU work has completed. */
+static ladle_status take_gpu_batch(ladle__gpu *gpu, ladle_batch *b) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(ladle_batch_device_id(b) == gpu->device_id, LADLE_ERROR_INVALID_ARGUMENT,
+              "a fed batch is on GPU %d; the pipeline runs on GPU %d", ladle_batch_device_id(b), gpu->device_id);
+#ifdef LADLE_HAVE_CUDA
+  if (b->ready_event) LADLE_TRY(ladle__cuda_stream_wait(gpu->stream, b->ready_event));
+#endif
+  LADLE_TRY(ladle__gpu_keep(gpu, b));
+done:
+  return st;
+}
+
+/* Under the lock: whether every external source has a batch queued. */
+static int all_fed(ladle_pipeline *p) {
+  for (int i = 0; i < p->num_fed; i++)
+    if (!ladle__external_count(p->fed[i])) return 0;
+  return 1;
+}
+
+/* Under the lock: takes one fed batch per source as that node's output value
+ * and sets the iteration's batch size. The sources must agree on it. */
+static ladle_status take_fed(ladle_pipeline *p) {
+  int size = 0;
+  const char *first = NULL;
+  ladle_status st = LADLE_OK;
+  for (int i = 0; i < p->num_fed; i++) {
+    ladle__node *n = p->fed[i];
+    ladle_batch *b = ladle__external_pop(n);
+    p->value_batches[n->first_output] = b;
+    int count = ladle_batch_num_samples(b);
+    if (!first) {
+      size = count;
+      first = n->name;
+    } else if (count != size && st == LADLE_OK) {
+      st = LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
+                      "external sources were fed batches of different sizes for one iteration: '%s' %d samples, "
+                      "'%s' %d", first, size, n->name, count);
+    }
+  }
+  if (st != LADLE_OK) {
+    for (int i = 0; i < p->num_fed; i++) {
+      ladle__node *n = p->fed[i];
+      ladle_batch_release(p->value_batches[n->first_output]);
+      p->value_batches[n->first_output] = NULL;
+    }
+    return st;
+  }
+  if (p->num_fed) p->config.batch_size = size;
+  return LADLE_OK;
+}
+
 /* Runs one iteration; on success out[] gets the pipeline's outputs. */
 static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
                                   ladle_batch **out) {
   ladle_status st = LADLE_OK;
-  int batch = p->params.batch_size;
+  int batch = p->config.batch_size; /* this iteration's: fed batches may be smaller */
   pass ps = {.p = p, .iteration = iteration, .generation = generation};
   pthread_mutex_init(&ps.lock, NULL);
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
@@ -83,14 +141,20 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     LADLE_TRY(p->reader->def->plan(p->reader, iteration, p->refs));
     for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
   } else {
+    int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
     for (int i = 0; i < batch; i++) {
-      p->refs[i] = (ladle__sample_ref){iteration * batch + i, 0, iteration * batch + i, 0};
+      p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
       p->names[i] = NULL;
     }
   }
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     int64_t t0 = ladle__now_ns();
+    if (n->def->external) { /* its output is the fed batch, taken by executor_main */
+      ladle_batch *fed = n->out_batches[0] = p->value_batches[n->first_output];
+      if (n->device != LADLE_ON_CPU) LADLE_TRY(take_gpu_batch(gpu, fed));
+      continue;
+    }
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
     ps.node = n;
@@ -154,22 +218,28 @@ static void *executor_main(void *arg) {
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   while (!atomic_load(&p->stop)) {
-    if (p->queue_count == depth) {
+    if (p->queue_count == depth || !all_fed(p)) {
       pthread_cond_wait(&p->space, &p->lock);
       continue;
     }
     int64_t iteration = p->next_iteration++;
     unsigned generation = atomic_load(&p->generation);
     ladle__ready *slot = &p->queue[(p->queue_head + p->queue_count) % depth];
+    ladle__clear_error();
+    ladle_status st = take_fed(p);
+    p->preparing = 1;
     pthread_mutex_unlock(&p->lock);
 
-    ladle__clear_error();
-    int64_t t0 = ladle__now_ns();
-    ladle_status st = run_iteration(p, iteration, generation, slot->outputs);
-    atomic_fetch_add(&p->stat_prepare_ns, ladle__now_ns() - t0);
-    atomic_fetch_add(&p->stat_iterations, 1);
+    if (st == LADLE_OK) {
+      int64_t t0 = ladle__now_ns();
+      st = run_iteration(p, iteration, generation, slot->outputs);
+      atomic_fetch_add(&p->stat_prepare_ns, ladle__now_ns() - t0);
+      atomic_fetch_add(&p->stat_iterations, 1);
+    }
+    p->config.batch_size = p->params.batch_size;
 
     pthread_mutex_lock(&p->lock);
+    p->preparing = 0;
     if (atomic_load(&p->generation) != generation) { /* repositioned meanwhile: drop it */
       if (st == LADLE_OK) clear_slot(p, slot);
       continue;
@@ -229,6 +299,14 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   }
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
+  if (p->queue_count == 0 && !p->preparing && !all_fed(p)) { /* waiting would never end */
+    const char *name = "";
+    for (int i = 0; i < p->num_fed && !name[0]; i++)
+      if (!ladle__external_count(p->fed[i])) name = p->fed[i]->name;
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_STATE, "external_source '%s' has no data for the next iteration: feed it first",
+                      name);
+  }
   if (p->queue_count == 0) {
     int64_t t0 = ladle__now_ns();
     while (p->queue_count == 0 && !atomic_load(&p->stop)) pthread_cond_wait(&p->ready, &p->lock);
@@ -268,6 +346,8 @@ ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline
     ladle_status st = ladle_pipeline_build(p);
     if (st != LADLE_OK) return st;
   }
+  if (p->num_fed)
+    return LADLE_FAIL(LADLE_ERROR_STATE, "a pipeline with external sources has no positions: fed data cannot be replayed");
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   atomic_fetch_add(&p->generation, 1);

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ops/external_source.h"
 #include "ops/registry.h"
 #include "pipeline/gpu.h"
 #include "pipeline/plan.h"
@@ -101,6 +102,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->refs);
   free(p->names);
   free(p->shapes);
+  free(p->fed);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
   ladle__pool_release(p->host_pool);
@@ -415,6 +417,10 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
     LADLE_ALLOC(n->scratch_size, p->config.num_workers);
     if (n->def->sample_state_size) LADLE_ALLOC(n->sample_states, (size_t)batch * n->def->sample_state_size);
     if (n->def->plan && !p->reader) p->reader = n;
+    if (n->def->external) {
+      if (!p->fed) LADLE_ALLOC(p->fed, p->num_nodes);
+      p->fed[p->num_fed++] = n;
+    }
   }
   ladle__plan_graph(p);
   LADLE_ALLOC(p->value_batches, p->num_values);
@@ -424,6 +430,26 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   LADLE_TRY(ladle__executor_start(p));
   p->built = 1;
   return LADLE_OK;
+done:
+  return st;
+}
+
+ladle_status ladle_pipeline_feed(ladle_pipeline *p, const char *source_name, ladle_batch *batch) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(p && source_name && batch, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_TRY(ladle_pipeline_build(p));
+  ladle__node *n = NULL;
+  for (int i = 0; i < p->num_fed && !n; i++)
+    if (p->fed[i]->name && strcmp(p->fed[i]->name, source_name) == 0) n = p->fed[i];
+  LADLE_CHECK(n, LADLE_ERROR_INVALID_ARGUMENT, "no external_source named '%s' in the pipeline", source_name);
+  LADLE_TRY(ladle__external_check(n, batch, p->params.batch_size));
+  LADLE_CHECK(!p->reader || ladle_batch_num_samples(batch) == p->params.batch_size, LADLE_ERROR_INVALID_ARGUMENT,
+              "external_source '%s': fed %d samples; with a reader in the pipeline every iteration has batch_size = %d",
+              source_name, ladle_batch_num_samples(batch), p->params.batch_size);
+  pthread_mutex_lock(&p->lock);
+  st = ladle__external_push(n, batch);
+  pthread_cond_broadcast(&p->space);
+  pthread_mutex_unlock(&p->lock);
 done:
   return st;
 }

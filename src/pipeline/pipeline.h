@@ -37,6 +37,8 @@ struct ladle_pipeline {
   int num_outputs;
   int built;
   ladle__node *reader; /* the first reader: its plan gives every iteration's samples */
+  ladle__node **fed;    /* the external_source nodes, fed by ladle_pipeline_feed */
+  int num_fed;
 
   /* Resources. */
   struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */
@@ -57,6 +59,7 @@ struct ladle_pipeline {
   pthread_cond_t space, ready;
   ladle__ready *queue; /* prefetch_queue_depth slots, a ring */
   int queue_head, queue_count;
+  int preparing;               /* the executor is preparing an iteration (outside the lock) */
   int64_t next_iteration;      /* the next one the executor prepares */
   int64_t delivered;           /* iterations handed out by run() */
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */

@@ -177,6 +177,68 @@ static void test_destroy_in_flight_and_shared_pool(void) {
   ladle_thread_pool_destroy(pool);
 }
 
+/* A 1-D uint8 batch of `n` samples of `len` bytes each, byte j of sample i = first + i * len + j. */
+static ladle_batch *bytes_batch(int n, int len, int first) {
+  int64_t shapes[16];
+  uint8_t data[16 * 8];
+  for (int i = 0; i < n; i++) shapes[i] = len;
+  for (int i = 0; i < n * len; i++) data[i] = (uint8_t)(first + i);
+  ladle_batch *b = NULL;
+  CHECK_OK(ladle_batch_create_cpu(LADLE_UINT8, n, 1, shapes, "", data, &b));
+  return b;
+}
+
+/* external_source: fed batches come out in order, each iteration as big as
+ * its fed batch; a run with nothing fed fails at once; fed batches still
+ * queued at destroy are released (the ASan build checks). */
+static void test_external_source(void) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 8;
+  params.num_threads = 2;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
+                       {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
+                       {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
+  int src = -1, cast = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
+  ladle_arg to_int = {"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &src, 1, &to_int, 1, NULL, &cast));
+  CHECK_OK(ladle_pipeline_set_outputs(p, &cast, 1));
+  ladle_batch *out = NULL;
+  CHECK(ladle_pipeline_run(p, &out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "'src' has no data"));
+
+  int sizes[4] = {8, 3, 1, 5};
+  for (int k = 0; k < 4; k++) {
+    ladle_batch *b = bytes_batch(sizes[k], 4, 10 * k);
+    CHECK_OK(ladle_pipeline_feed(p, "src", b));
+    ladle_batch_release(b); /* the pipeline holds its own reference */
+  }
+  for (int k = 0; k < 3; k++) {
+    CHECK_OK(ladle_pipeline_run(p, &out));
+    CHECK(ladle_batch_num_samples(out) == sizes[k]);
+    const int32_t *last = ladle_batch_data(out, sizes[k] - 1);
+    CHECK(last[3] == 10 * k + sizes[k] * 4 - 1);
+    ladle_batch_release(out);
+  }
+  ladle_batch *wrong = NULL;
+  int64_t shape2[2] = {2, 2};
+  uint8_t zeros[4] = {0};
+  CHECK_OK(ladle_batch_create_cpu(LADLE_UINT8, 1, 2, shape2, "", zeros, &wrong));
+  CHECK(ladle_pipeline_feed(p, "src", wrong) == LADLE_ERROR_INVALID_ARGUMENT && strstr(ladle_last_error(), "rank 2"));
+  CHECK(ladle_pipeline_feed(p, "other", wrong) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle_batch_release(wrong);
+  ladle_batch *big = bytes_batch(8, 1, 0), *more = bytes_batch(2, 1, 0);
+  CHECK_OK(ladle_pipeline_feed(p, "src", big));
+  CHECK_OK(ladle_pipeline_feed(p, "src", more));
+  ladle_batch_release(big);
+  ladle_batch_release(more);
+  ladle_pipeline_position pos = {0};
+  CHECK(ladle_pipeline_set_position(p, &pos) == LADLE_ERROR_STATE);
+  ladle_pipeline_destroy(p); /* with the 5-sample batch and two more fed, some maybe prepared */
+}
+
 static void test_no_allocation_when_warm(void) {
   ladle_pipeline *p = random_pipeline(32, 2, 2, 3);
   static uint8_t buf[1 << 20];
@@ -203,6 +265,7 @@ int main(void) {
   RUN(test_set_position);
   RUN(test_argument_errors);
   RUN(test_destroy_in_flight_and_shared_pool);
+  RUN(test_external_source);
   RUN(test_no_allocation_when_warm);
   TEST_MAIN_END();
 }

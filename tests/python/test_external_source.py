@@ -1,0 +1,219 @@
+"""fn.external_source and Pipeline.feed_input: data the application supplies,
+one batch per iteration, including batches smaller than batch_size, sources
+that run out, and (on the GPU machine) GPU batches passed between pipelines."""
+
+import os
+
+import numpy as np
+import pytest
+
+import ladle
+from ladle import fn, types
+from conftest import cuda_usable
+
+
+def feeding_pipeline(batch_size=4, **kwargs):
+    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, **kwargs)
+    with pipe:
+        images = fn.external_source(name="images")
+        flipped = fn.flip(images, horizontal=1, vertical=0)
+        pipe.set_outputs(flipped, images)
+    return pipe
+
+
+def random_images(rng, n, ragged=True):
+    return [rng.integers(0, 256, (int(rng.integers(3, 9)) if ragged else 5, int(rng.integers(2, 7)) if ragged else 4, 3),
+                         dtype=np.uint8) for _ in range(n)]
+
+
+def test_fed_batches_come_out_in_order_with_their_own_sizes():
+    rng = np.random.default_rng(0)
+    pipe = feeding_pipeline(prefetch_queue_depth=2)
+    try:
+        fed = [random_images(rng, n) for n in (4, 1, 3)]
+        for batch in fed:
+            pipe.feed_input("images", batch)
+        for batch in fed:
+            flipped, same = pipe.run()
+            assert len(flipped) == len(batch) == len(same)
+            for i, image in enumerate(batch):
+                assert np.array_equal(same.at(i), image)
+                assert np.array_equal(flipped.at(i), image[:, ::-1])
+        with pytest.raises(ladle.StateError, match="external_source 'images' has no data"):
+            pipe.run()
+        pipe.feed_input("images", random_images(rng, 2))  # the pipeline goes on after that error
+        assert len(pipe.run()[0]) == 2
+    finally:
+        pipe.close()
+
+
+def test_feed_takes_arrays_torch_tensors_and_tensor_lists():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    dense = rng.integers(0, 256, (3, 5, 4, 3), dtype=np.uint8)
+    pipe = feeding_pipeline()
+    try:
+        pipe.feed_input("images", dense)  # an [N, ...] array
+        pipe.feed_input("images", torch.from_numpy(dense.copy()))
+        pipe.feed_input("images", [torch.from_numpy(x) for x in dense])
+        outputs = [pipe.run() for _ in range(3)]
+        for flipped, same in outputs:
+            assert np.array_equal(same.as_array(), dense)
+        pipe.feed_input("images", outputs[0][0])  # a TensorList, taken as is
+        assert np.array_equal(pipe.run()[1].as_array(), dense[:, :, ::-1])
+    finally:
+        pipe.close()
+
+
+def test_wrong_data_is_refused_when_fed_naming_the_source():
+    pipe = feeding_pipeline(batch_size=2)
+    try:
+        with pytest.raises(ladle.InvalidArgumentError, match=r'"images".*float32 samples of rank 3.*uint8 of rank 3'):
+            pipe.feed_input("images", np.zeros((2, 4, 4, 3), np.float32))
+        with pytest.raises(ladle.InvalidArgumentError, match="rank 2"):
+            pipe.feed_input("images", np.zeros((2, 4, 4), np.uint8))
+        with pytest.raises(ladle.InvalidArgumentError, match="fed 3 samples; a batch holds 1 to 2"):
+            pipe.feed_input("images", np.zeros((3, 4, 4, 3), np.uint8))
+        with pytest.raises(ladle.InvalidArgumentError, match="no external_source named 'nope'"):
+            pipe.feed_input("nope", np.zeros((1, 4, 4, 3), np.uint8))
+        with pytest.raises(ladle.StateError, match="no positions"):
+            pipe.set_position(0)
+    finally:
+        pipe.close()
+
+
+def test_sources_of_one_iteration_must_agree_on_its_size():
+    pipe = ladle.Pipeline(batch_size=4, num_threads=1)
+    with pipe:
+        a = fn.external_source(name="a", ndim=1, layout="")
+        b = fn.external_source(name="b", ndim=1, layout="")
+        pipe.set_outputs(a, b)
+    try:
+        pipe.feed_input("a", np.zeros((2, 3), np.uint8))
+        pipe.feed_input("b", np.zeros((3, 3), np.uint8))
+        with pytest.raises(ladle.InvalidArgumentError, match="'a' 2 samples, 'b' 3"):
+            pipe.run()
+        pipe.feed_input("a", np.ones((2, 3), np.uint8))
+        pipe.feed_input("b", np.ones((2, 3), np.uint8))
+        out_a, out_b = pipe.run()
+        assert len(out_a) == len(out_b) == 2
+    finally:
+        pipe.close()
+
+
+def test_source_callable_iterable_and_cycle():
+    calls = []
+
+    def by_iteration(i):
+        calls.append(i)
+        if i == 3:
+            raise StopIteration
+        return [np.full((1, 2), i, np.uint8)]
+
+    def values(pipe):
+        out = []
+        try:
+            for _ in range(10):
+                out.append(int(pipe.run()[0].at(0)[0, 0]))
+        except StopIteration:
+            out.append("stop")
+        return out
+
+    def make(source, cycle=None):
+        pipe = ladle.Pipeline(batch_size=1, num_threads=1, prefetch_queue_depth=2)
+        with pipe:
+            pipe.set_outputs(fn.external_source(source, ndim=2, cycle=cycle))
+        return pipe
+
+    for source, cycle, want in [
+        (by_iteration, None, [0, 1, 2, "stop"]),
+        ([[np.full((1, 2), v, np.uint8)] for v in (5, 6)], None, [5, 6, "stop"]),
+        ([[np.full((1, 2), v, np.uint8)] for v in (5, 6)], True, [5, 6, 5, 6, 5, 6, 5, 6, 5, 6]),
+        ([[np.full((1, 2), v, np.uint8)] for v in (5, 6)], "raise", [5, 6, "stop"]),
+    ]:
+        pipe = make(source, cycle)
+        try:
+            assert values(pipe) == want, (source, cycle)
+            if cycle == "raise":  # starts again after reporting the end
+                assert values(pipe) == [5, 6, "stop"]
+        finally:
+            pipe.close()
+    assert calls == [0, 1, 2, 3]
+    with pytest.raises(ladle.InvalidArgumentError, match="cycle needs an iterable"):
+        make(iter([]), cycle=True)
+
+
+def test_fed_jpegs_decode_like_read_ones(sample_root):
+    paths = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(sample_root) for f in fs if f.endswith(".jpg"))[:4]
+    encoded = [np.fromfile(p, dtype=np.uint8) for p in paths]
+    fed = ladle.Pipeline(batch_size=4, num_threads=2)
+    with fed:
+        fed.set_outputs(fn.decoders.image(fn.external_source(name="jpegs", ndim=1), output_type=types.RGB))
+    read = ladle.Pipeline(batch_size=4, num_threads=2)
+    with read:
+        jpegs, _ = fn.readers.file(files=paths)
+        read.set_outputs(fn.decoders.image(jpegs, output_type=types.RGB))
+    try:
+        fed.feed_input("jpegs", encoded)
+        (a,), (b,) = fed.run(), read.run()
+        for i in range(4):
+            assert np.array_equal(a.at(i), b.at(i))
+    finally:
+        fed.close()
+        read.close()
+
+
+def test_a_reader_fixes_the_batch_size(sample_root):
+    pipe = ladle.Pipeline(batch_size=2, num_threads=1)
+    with pipe:
+        jpegs, _ = fn.readers.file(file_root=sample_root)
+        extra = fn.external_source(name="extra", ndim=1, layout="")
+        pipe.set_outputs(jpegs, extra)
+    try:
+        with pytest.raises(ladle.InvalidArgumentError, match="with a reader in the pipeline every iteration has"):
+            pipe.feed_input("extra", np.zeros((1, 3), np.uint8))
+        pipe.feed_input("extra", np.zeros((2, 3), np.uint8))
+        assert [len(x) for x in pipe.run()] == [2, 2]
+    finally:
+        pipe.close()
+
+
+def test_close_with_fed_batches_queued():
+    rng = np.random.default_rng(2)
+    for _ in range(20):
+        pipe = feeding_pipeline()
+        for n in (4, 4, 2):
+            pipe.feed_input("images", random_images(rng, n))
+        pipe.run()
+        pipe.close()  # two fed batches are still queued or in flight
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_usable(), reason="needs a CUDA device")
+def test_gpu_batches_pass_between_pipelines_without_a_copy():
+    rng = np.random.default_rng(3)
+    first = ladle.Pipeline(batch_size=4, num_threads=2, device_id=0)
+    with first:
+        first.set_outputs(fn.flip(fn.external_source(name="x").gpu(), horizontal=1))
+    second = ladle.Pipeline(batch_size=4, num_threads=2, device_id=0)
+    with second:
+        x = fn.external_source(name="x", device="gpu")
+        second.set_outputs(fn.cast(fn.flip(x, vertical=1, horizontal=0), dtype=types.FLOAT), x)
+    try:
+        for n in (4, 3, 4):
+            images = random_images(rng, n)
+            first.feed_input("x", images)
+            (flipped,) = first.run()
+            assert flipped.device == "gpu"
+            second.feed_input("x", flipped)
+            as_float, same = second.run()
+            assert same.data_ptr(0) == flipped.data_ptr(0)  # the same memory: no copy
+            del flipped, same
+            host = as_float.as_cpu()
+            for i, image in enumerate(images):
+                assert np.array_equal(host.at(i), image[::-1, ::-1].astype(np.float32))
+        with pytest.raises(ladle.InvalidArgumentError, match="takes GPU batches"):
+            second.feed_input("x", random_images(rng, 2))
+    finally:
+        first.close()
+        second.close()
