@@ -1,9 +1,10 @@
 """Diagnostic: why training with ladle runs below the synthetic bound. ResNet-18, AMP,
 channels-last, batch 256: the synthetic bound, then ladle loader variants (threads, hw_decoder_load,
 worker niceness) in one process, with executor_statistics per variant; --pin puts the training
-process on cores 0-3 and the workers on 4-15. Needs a GPU.
+process on cores 0-3 and the workers on 4-15; --priority compares the loader stream's priority
+(low, normal, low, normal). Needs a GPU.
 
-    PYTHONPATH=python python3 bench/train_probe.py /tmp/imagenet-like/train [--pin]
+    PYTHONPATH=python python3 bench/train_probe.py /tmp/imagenet-like/train [--pin | --priority] [--archs=resnet18,resnet50]
 """
 import os
 import sys
@@ -94,35 +95,41 @@ PIN = "--pin" in sys.argv
 if PIN:  # training threads on cores 0-3 (threads created later inherit it), loader workers on 4-15
     os.sched_setaffinity(0, {0, 1, 2, 3})
     os.environ["LADLE_AFFINITY"] = "4-15"
+# (label, threads, hw_decoder_load, worker nice, loader stream priority)
 VARIANTS = [
-    # (label, threads, hw_decoder_load, nice)
-    ("t12 hw.8 nice10", 12, 0.8, 10),
-    ("t12 hw1 nice10", 12, 1.0, 10),
-    ("t12 hw.9 nice10", 12, 0.9, 10),
-    ("t10 hw.9 nice10", 10, 0.9, 10),
-    ("t12 hw.8 nice19", 12, 0.8, 19),
-    ("t8 hw.8 nice10", 8, 0.8, 10),
+    ("t12 hw.8 nice10", 12, 0.8, 10, "low"),
+    ("t12 hw1 nice10", 12, 1.0, 10, "low"),
+    ("t12 hw.9 nice10", 12, 0.9, 10, "low"),
+    ("t10 hw.9 nice10", 10, 0.9, 10, "low"),
+    ("t12 hw.8 nice19", 12, 0.8, 19, "low"),
+    ("t8 hw.8 nice10", 8, 0.8, 10, "low"),
 ]
 if PIN:
     VARIANTS = [VARIANTS[0], VARIANTS[2]]
-arch, iters = "resnet18", 200
-model, opt, scaler = model_for(arch)
-g = torch.Generator(device="cuda").manual_seed(0)
-xs = torch.randn(256, 3, 224, 224, device="cuda", generator=g).half()
-ys = torch.randint(0, 1000, (256,), device="cuda", generator=g)
-r, tn, busy = train(model, opt, scaler, lambda: (xs, ys), iters, 30)
-print(f"{'PINNED ' if PIN else ''}{arch} synthetic: {r:,.0f} img/s, cores {busy:.1f}", flush=True)
-for label, thr, hw, nice in VARIANTS:
-    os.environ["LADLE_WORKER_NICE"] = str(nice)
-    pipe = make_pipe(thr, hw, 2)
-    try:
-        for _ in range(5):
-            next_batch(pipe)
-        s0 = pipe.executor_statistics()
-        r, tn, busy = train(model, opt, scaler, lambda: next_batch(pipe), iters, 30)
-        print(f"{'PINNED ' if PIN else ''}{arch} ladle {label}: {r:,.0f} img/s, cores {busy:.1f}; {stats_line(pipe, s0)}",
-              flush=True)
-    finally:
-        pipe.close()
-r, tn, busy = train(model, opt, scaler, lambda: (xs, ys), iters, 10)
-print(f"{'PINNED ' if PIN else ''}{arch} synthetic again: {r:,.0f} img/s", flush=True)
+if "--priority" in sys.argv:  # the loader stream's priority, A/B/A/B
+    VARIANTS = [(f"t12 hw.8 nice10 {prio}", 12, 0.8, 10, prio) for prio in ("low", "normal", "low", "normal")]
+ARCHS = next((a.split("=", 1)[1].split(",") for a in sys.argv if a.startswith("--archs=")), ["resnet18"])
+for arch in ARCHS:
+    iters = 200 if arch == "resnet18" else 80
+    model, opt, scaler = model_for(arch)
+    g = torch.Generator(device="cuda").manual_seed(0)
+    xs = torch.randn(256, 3, 224, 224, device="cuda", generator=g).half()
+    ys = torch.randint(0, 1000, (256,), device="cuda", generator=g)
+    r, tn, busy = train(model, opt, scaler, lambda: (xs, ys), iters, 30)
+    print(f"{'PINNED ' if PIN else ''}{arch} synthetic: {r:,.0f} img/s, cores {busy:.1f}", flush=True)
+    for label, thr, hw, nice, priority in VARIANTS:
+        os.environ["LADLE_WORKER_NICE"] = str(nice)
+        os.environ["LADLE_STREAM_PRIORITY"] = priority
+        pipe = make_pipe(thr, hw, 2)
+        try:
+            for _ in range(5):
+                next_batch(pipe)
+            s0 = pipe.executor_statistics()
+            r, tn, busy = train(model, opt, scaler, lambda: next_batch(pipe), iters, 30)
+            print(f"{'PINNED ' if PIN else ''}{arch} ladle {label}: {r:,.0f} img/s, cores {busy:.1f}; "
+                  f"{stats_line(pipe, s0)}", flush=True)
+        finally:
+            pipe.close()
+    r, tn, busy = train(model, opt, scaler, lambda: (xs, ys), iters, 10)
+    print(f"{'PINNED ' if PIN else ''}{arch} synthetic again: {r:,.0f} img/s", flush=True)
+    del model, opt, scaler

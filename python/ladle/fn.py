@@ -199,19 +199,24 @@ def _signature(schema):
     return inspect.Signature(params)
 
 
-def _namespace(path):
-    """The module object for a dotted namespace under ladle.fn, made on demand."""
-    module = sys.modules[__name__]
-    qualified = __name__
+def namespace(root, path):
+    """The module object root.<path[0]>.<path[1]>..., made on demand: where
+    generated operators live (fn.readers.file; ladle.dynamic.random.uniform)."""
+    module = root
+    qualified = root.__name__
     for part in path:
         qualified += "." + part
         child = getattr(module, part, None)
         if child is None:
-            child = _pytypes.ModuleType(qualified, f"ladle operators under {qualified[len('ladle.'):]}.")
+            child = _pytypes.ModuleType(qualified, f"{root.__name__} operators under {qualified[len(root.__name__) + 1:]}.")
             sys.modules[qualified] = child
             setattr(module, part, child)
         module = child
     return module
+
+
+def _namespace(path):
+    return namespace(sys.modules[__name__], path)
 
 
 def _populate():

@@ -190,7 +190,9 @@ TensorListGPU = TensorList
 def batch_from_samples(samples, layout=None):
     """A new CPU _Batch holding copies of `samples` (NumPy-convertible arrays
     of one dtype and one rank; shapes may differ)."""
-    arrays = [np.ascontiguousarray(s) for s in samples]
+    arrays = [np.asarray(s) for s in samples]
+    # ascontiguousarray would make 0-d samples 1-d; copy only what is not contiguous.
+    arrays = [a if a.flags["C_CONTIGUOUS"] else a.copy() for a in arrays]
     if not arrays:
         raise _ladle.InvalidArgumentError("batch_from_samples: no samples")
     dtype = arrays[0].dtype

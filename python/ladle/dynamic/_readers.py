@@ -1,0 +1,166 @@
+"""Readers of ladle.dynamic: stateful objects that hand out one epoch at a
+time, each built on a Pipeline holding only the reader."""
+
+from .. import _ladle
+from ..pipeline import Pipeline
+from . import _exec
+from ._data import Batch
+
+_NAME = "Reader"
+
+
+class Reader:
+    """Base of the reader classes (``ladle.dynamic.readers.File``, ...).
+
+    ``reader = readers.File(file_root=..., random_shuffle=True)`` takes the
+    arguments of the pipeline API's reader (``fn.readers.file``).
+    ``reader.next_epoch(batch_size=32)`` iterates over one epoch, yielding a
+    tuple of Batches per step (the reader's outputs, e.g. (encoded, labels));
+    the last batch of an epoch holds what is left (it may be smaller), unless
+    the reader was made with ``pad_last_batch=True``, which keeps it full with
+    copies of the shard's last sample, as in a pipeline. Calling next_epoch
+    again goes on with the next epoch (an epoch left unfinished is skipped).
+    ``next_epoch()`` without a batch size yields samples (tuples of Tensors).
+    The batch size is fixed by the first call.
+
+    Shuffling: ``seed`` if given, else the ladle.dynamic seed when the reader
+    is made (``ladle.dynamic.random.set_seed``): the same order as
+    ``fn.readers.file`` in a ``Pipeline(seed=...)`` with that seed.
+    ``close()`` frees the reader's pipeline (also done when it is collected)."""
+
+    _op_name = None
+    _schema = None
+
+    def __init__(self, **kwargs):
+        public = f"ladle.dynamic.{self._public_name()}"
+        specs = {a["name"] for a in self._schema["args"]}
+        for key in kwargs:
+            if key not in specs:
+                raise _ladle.InvalidArgumentError(
+                    f"{public}: unknown argument {key!r}; valid arguments: {', '.join(sorted(specs))}")
+        self._public = public
+        self._kwargs = {k: v for k, v in kwargs.items() if v is not None}
+        self._pad = bool(self._kwargs.get("pad_last_batch", False))
+        self._seed = _exec.get_seed()
+        self._pipe = None
+        self._batch_size = None
+        self._sample_mode = None
+        self._epoch = 0
+        self._meta = None
+
+    @classmethod
+    def _public_name(cls):
+        return f"readers.{cls.__name__}"
+
+    def _open(self, batch_size):
+        pipe = Pipeline(batch_size=batch_size, device_id=None, seed=self._seed, prefetch_queue_depth=2,
+                        thread_pool=_exec.thread_pool())
+        try:
+            with pipe:
+                # pad_last_batch makes every epoch end on a batch boundary; the
+                # padding is cut off below unless the user asked for it.
+                op = _exec._fn_op(self._op_name)
+                outs = op(name=_NAME, **dict(self._kwargs, pad_last_batch=True))
+                pipe.set_outputs(*(outs if isinstance(outs, tuple) else (outs,)))
+            pipe.build()
+            self._meta = pipe.reader_meta(_NAME)
+        except _ladle.Error as e:
+            pipe.close()
+            raise _exec._renamed(e, self._op_name, self._public) from None
+        except BaseException:
+            pipe.close()
+            raise
+        self._pipe = pipe
+        self._batch_size = batch_size
+
+    def _shard_samples(self, epoch):
+        """Real samples of this pipeline's shard in `epoch`, and batches in an epoch."""
+        m = self._meta
+        n, shards = m["epoch_size"], m["number_of_shards"]
+        shard = m["shard_id"] if m["stick_to_shard"] else (m["shard_id"] + epoch) % shards
+        real = (shard + 1) * n // shards - shard * n // shards
+        per_shard = -(-n // shards)
+        return real, -(-per_shard // self._batch_size)
+
+    @property
+    def epoch_size(self):
+        """Samples in one epoch of the whole data set (all shards); needs a
+        first next_epoch() or builds with a batch of 1."""
+        if self._meta is None:
+            self._open(1)
+        return self._meta["epoch_size"]
+
+    def meta(self):
+        """The reader's metadata (as Pipeline.reader_meta)."""
+        self.epoch_size
+        return dict(self._meta)
+
+    def next_epoch(self, batch_size=None):
+        """An iterator over the next epoch: tuples of Batches (or of Tensors
+        without batch_size)."""
+        sample_mode = batch_size is None
+        if self._sample_mode is not None and sample_mode != self._sample_mode:
+            raise _ladle.InvalidArgumentError(
+                f"{self._public}: next_epoch: this reader gives {'samples' if self._sample_mode else 'batches'}; "
+                "it cannot switch")
+        size = 32 if sample_mode else int(batch_size)
+        if size < 1:
+            raise _ladle.InvalidArgumentError(f"{self._public}: batch_size must be >= 1, got {size}")
+        if self._pipe is None or (self._batch_size != size and self._pipe.get_position() == 0
+                                  and self._epoch == 0 and self._sample_mode is None):
+            if self._pipe is not None:
+                self._pipe.close()
+            self._open(size)
+        elif self._batch_size != size and not sample_mode:
+            raise _ladle.InvalidArgumentError(
+                f"{self._public}: next_epoch: the batch size is {self._batch_size} since the first epoch; "
+                f"got {size}")
+        self._sample_mode = sample_mode
+        epoch = self._epoch
+        self._epoch += 1
+        return self._iterate(epoch)
+
+    def _iterate(self, epoch):
+        real, batches = self._shard_samples(epoch)
+        start = epoch * batches
+        if self._pipe.get_position() != start:
+            self._pipe.set_position(start)
+        left = real
+        for _ in range(batches):
+            outs = [Batch(tl) for tl in self._pipe.run()]
+            take = len(outs[0]) if self._pad else min(left, len(outs[0]))
+            left -= take
+            if take <= 0:
+                continue
+            outs = tuple(b._take(take) for b in outs)
+            if self._sample_mode:
+                for i in range(take):
+                    yield tuple(b.tensors[i] for b in outs)
+            else:
+                yield outs
+
+    def close(self):
+        if self._pipe is not None:
+            self._pipe.close()
+            self._pipe = None
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+    def __repr__(self):
+        args = ", ".join(f"{k}={v!r}" for k, v in self._kwargs.items())
+        return f"ladle.dynamic.{self._public_name()}({args})"
+
+
+def make_reader_class(schema):
+    """The class for reader schema "readers.file": ``File``."""
+    short = schema["name"].split(".", 1)[1]
+    cls_name = "".join(part.capitalize() for part in short.split("_"))
+    cls = type(cls_name, (Reader,), {"_op_name": schema["name"], "_schema": schema,
+                                     "__doc__": f"Reader {schema['name']} (ladle.fn.{schema['name']}); "
+                                                f"see ladle.dynamic.Reader.\n\n{schema['doc'] or ''}"})
+    cls.__module__ = "ladle.dynamic.readers"
+    return cls

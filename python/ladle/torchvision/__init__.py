@@ -1,0 +1,96 @@
+"""ladle.torchvision: torchvision.transforms.v2 image transforms run by
+ladle (DALI's ``nvidia.dali.experimental.torchvision``).
+
+    import ladle.torchvision as T            # instead of torchvision.transforms.v2
+
+    preprocess = T.Compose([
+        T.Resize(256),
+        T.CenterCrop(224),
+        T.ToDtype(torch.float32, scale=True),
+        T.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225]),
+    ], batch_size=16, device="cpu")
+    x = preprocess(pil_image)               # [3, 224, 224] float32
+    xs = preprocess(uint8_batch)            # [N, 3, 224, 224]
+
+Class transforms run inside ``Compose`` only (one ladle pipeline for the
+whole list; calling one alone raises StateError). The functional API,
+``ladle.torchvision.v2.functional``, runs one function per call through
+ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
+Compose also takes ``batch_size`` and ``num_threads``.
+
+Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
+RandomHorizontalFlip, RandomVerticalFlip, Normalize, ToDtype, PILToTensor,
+ToPureTensor; InterpolationMode.
+
+Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
+[N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
+batch (or a list when Resize(int) leaves the images with different shapes),
+a list a list. A PIL image gives a PIL image while the transforms are
+geometric only (torchvision's behaviour); after PILToTensor, ToDtype or
+Normalize it gives a [C, H, W] tensor (torchvision would need PILToTensor
+there). Images go through ladle in HWC layout: a tensor input is copied to
+HWC on the host, and a CUDA tensor is copied to the host first.
+
+Where ladle differs from torchvision (measured in
+tests/python/test_torchvision_api.py):
+
+- Resize, bilinear with antialias, against torchvision on uint8 tensors:
+  at most 1 level of 255 apart (ladle's separable filter rounds once, at the
+  end). Sizes follow torchvision exactly (the longer side truncated).
+- CenterCrop, flips: bit-exact, including torchvision's rounding of the
+  window's centre and its zero padding of windows larger than the image.
+- ToDtype(float32, scale=True) + Normalize run fused as one
+  crop_mirror_normalize with mean*255 and std*255: within 1e-5 of
+  torchvision in float32; float16 output is rounded once from float32
+  (torchvision rounds after each step): within 1e-3 relative.
+- ToDtype and Normalize run at the end of the pipeline, whatever their
+  place in the list: geometric transforms listed after them see the uint8
+  image (so a Resize after ToDtype rounds to uint8 levels; torchvision
+  resizes floats), and padding after Normalize pads the raw image.
+- Normalize needs a uint8 image converted by a ToDtype before it (ladle's
+  normalization kernel reads uint8); float32 input tensors are accepted
+  only by geometric transforms.
+- RandomResizedCrop draws its window with ladle's random_resized_crop
+  (area and log-uniform aspect ratio as torchvision, 10 attempts, then the
+  whole image): the same distribution, not torchvision's numbers. Random
+  transforms draw from Compose's ``seed`` (see Compose), not from torch's
+  generator.
+- Interpolation: ladle's nearest neighbour samples pixel centres, which is
+  torchvision's NEAREST_EXACT; NEAREST (torchvision's legacy rule, which
+  samples floor(x * scale)) gives the same as NEAREST_EXACT here. BICUBIC
+  with antialias=False uses ladle's cubic filter (up to ~25 levels from
+  torchvision's, whose cubic is sharper); with antialias (the default) it is
+  within 1 level. BOX and HAMMING are not supported.
+"""
+
+from ._io import InterpolationMode
+from ._transforms import (
+    CenterCrop,
+    Compose,
+    Normalize,
+    PILToTensor,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    RandomVerticalFlip,
+    Resize,
+    ToDtype,
+    ToPureTensor,
+    Transform,
+)
+from . import v2
+
+__all__ = [
+    "CenterCrop",
+    "Compose",
+    "InterpolationMode",
+    "Normalize",
+    "PILToTensor",
+    "RandomHorizontalFlip",
+    "RandomResizedCrop",
+    "RandomVerticalFlip",
+    "Resize",
+    "ToDtype",
+    "ToPureTensor",
+    "Transform",
+    "v2",
+]

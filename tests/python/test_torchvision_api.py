@@ -1,0 +1,257 @@
+"""ladle.torchvision against torchvision itself on random images: sizes and
+crops exact, resize within one level, normalization within float rounding;
+random transforms vary and repeat with the seed; every input form agrees.
+
+Measured on this suite's images (uint8, bilinear and bicubic with antialias):
+ladle's resize is within 1 level of torchvision's tensor resize (most pixels
+equal; mean difference below 0.01 level)."""
+
+import numpy as np
+import pytest
+
+import ladle
+from ladle import fn
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("torchvision")
+try:  # torchvision >= 0.15
+    import torchvision.transforms.v2 as tv
+    import torchvision.transforms.v2.functional as tvF
+except ImportError:  # torchvision 0.14: v1 has the same semantics for these transforms
+    import torchvision.transforms as tv
+    import torchvision.transforms.functional as tvF
+from PIL import Image
+
+import ladle.torchvision as T
+import ladle.torchvision.v2.functional as F
+from ladle.torchvision._transforms import center_offset, resized_shape
+
+needs_feeding = pytest.mark.skipif(not hasattr(fn, "external_source") or not hasattr(ladle.Pipeline, "feed_input"),
+                                   reason="fn.external_source / Pipeline.feed_input are not there yet")
+
+MEAN = [0.485, 0.456, 0.406]
+STD = [0.229, 0.224, 0.225]
+SHAPES = [(37, 53), (64, 48), (100, 75), (31, 31), (80, 121)]
+
+
+def random_image(h, w, seed):
+    """A uint8 [3, H, W] tensor: smooth gradients plus noise, like a photo."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], 0)
+    img = np.clip(base + rng.normal(0, 30, (3, h, w)), 0, 255).astype(np.uint8)
+    return torch.from_numpy(img)
+
+
+@pytest.fixture(scope="module")
+def images():
+    return [random_image(h, w, i) for i, (h, w) in enumerate(SHAPES)]
+
+
+def tv_interp(name):
+    return getattr(tvF.InterpolationMode, name)
+
+
+def tv_resize(img, size, interpolation="BILINEAR", max_size=None, antialias=True):
+    size = [size] if isinstance(size, int) else list(size)
+    return tvF.resize(img, size, interpolation=tv_interp(interpolation), max_size=max_size, antialias=antialias)
+
+
+def max_diff(a, b):
+    assert a.shape == b.shape, (a.shape, b.shape)
+    return (a.to(torch.int32) - b.to(torch.int32)).abs().max().item()
+
+
+# --- geometry on the host (no pipeline) ----------------------------------------
+
+def test_output_sizes_follow_torchvision():
+    for h, w in SHAPES + [(1000, 3), (3, 1000), (480, 640), (333, 500)]:
+        img = torch.zeros(1, h, w, dtype=torch.uint8)
+        for size, max_size in [(32, None), (57, None), ((20, 30), None), (224, 300), (256, None), (7, 9)]:
+            try:
+                want = tuple(tv_resize(img, size, "NEAREST", max_size=max_size, antialias=False).shape[1:])
+            except RuntimeError:  # torchvision computed an empty side
+                continue
+            assert resized_shape(h, w, size, max_size) == want, (h, w, size, max_size)
+        for crop in (1, 20, 31, 32, 33, 101):
+            # Rows numbered from 1, so that torchvision's zero padding shows.
+            rows = tvF.center_crop(torch.arange(1, h + 1).view(1, h, 1), [crop, 1])[0, :, 0]
+            i = int((rows > 0).nonzero()[0])
+            assert center_offset(h, crop) == int(rows[i]) - 1 - i, (h, crop)
+
+
+def test_transforms_must_be_composed():
+    with pytest.raises(ladle.StateError, match="must be wrapped in Compose"):
+        T.Resize(10)(torch.zeros(3, 4, 4, dtype=torch.uint8))
+    with pytest.raises(ladle.InvalidArgumentError, match="ToDtype"):
+        T.Compose([T.Normalize(MEAN, STD)])
+    with pytest.raises(ladle.InvalidArgumentError, match="not a ladle.torchvision transform"):
+        T.Compose([tv.CenterCrop(3)])
+    with pytest.raises(ladle.UnsupportedError, match="interpolation"):
+        T.Resize(10, interpolation=T.InterpolationMode.HAMMING)
+
+
+# --- Compose against torchvision -----------------------------------------------
+
+@needs_feeding
+@pytest.mark.parametrize("size", [32, 57, (20, 30), (70, 40)])
+@pytest.mark.parametrize("interpolation", ["BILINEAR", "BICUBIC"])
+def test_resize_within_one_level(images, size, interpolation):
+    t = T.Compose([T.Resize(size, interpolation=getattr(T.InterpolationMode, interpolation))])
+    for img in images:
+        assert max_diff(t(img), tv_resize(img, size, interpolation)) <= 1
+
+
+@needs_feeding
+def test_nearest_exact_samples_pixel_centres(images):
+    t = T.Compose([T.Resize((23, 41), interpolation=T.InterpolationMode.NEAREST_EXACT)])
+    for img in images:
+        h, w = img.shape[1:]
+        ys = np.minimum(((np.arange(23) + 0.5) * h / 23).astype(int), h - 1)
+        xs = np.minimum(((np.arange(41) + 0.5) * w / 41).astype(int), w - 1)
+        assert torch.equal(t(img), img[:, ys][:, :, xs])
+
+
+@needs_feeding
+def test_resize_max_size_and_batch_agree(images):
+    t = T.Compose([T.Resize(40, max_size=50)], batch_size=4)
+    outs = t(images)  # 5 images, batch_size 4: two iterations
+    assert isinstance(outs, list) and len(outs) == 5
+    for img, out in zip(images, outs):
+        assert max_diff(out, tv_resize(img, 40, max_size=50)) <= 1
+        assert torch.equal(out, t(img))
+
+
+@needs_feeding
+@pytest.mark.parametrize("size", [20, (31, 17), (36, 52), (101, 120), 33])
+def test_center_crop_exact(images, size):
+    t = T.Compose([T.CenterCrop(size)])
+    for img in images:
+        assert torch.equal(t(img), tvF.center_crop(img, [size] * 2 if isinstance(size, int) else list(size)))
+
+
+@needs_feeding
+def test_flips_exact(images):
+    img = images[0]
+    assert torch.equal(T.Compose([T.RandomHorizontalFlip(p=1.0)])(img), tvF.hflip(img))
+    assert torch.equal(T.Compose([T.RandomVerticalFlip(p=1.0)])(img), tvF.vflip(img))
+    assert torch.equal(T.Compose([T.RandomHorizontalFlip(p=0.0), T.RandomVerticalFlip(p=0)])(img), img)
+    both = T.Compose([T.RandomHorizontalFlip(1), T.RandomVerticalFlip(1)])(img)
+    assert torch.equal(both, img.flip(1).flip(2))
+
+
+@needs_feeding
+def test_random_flip_varies_and_repeats(images):
+    img = images[1]
+    batch = img.unsqueeze(0).expand(16, -1, -1, -1).contiguous()
+
+    def flips(seed):
+        out = T.Compose([T.RandomHorizontalFlip(0.5)], seed=seed)(batch)
+        return [bool(torch.equal(o, tvF.hflip(img))) for o in out]
+
+    a = flips(5)
+    assert 0 < sum(a) < 16 and a == flips(5) and a != flips(6)
+
+
+@needs_feeding
+def test_to_dtype_and_normalize_close_to_torchvision(images):
+    for img in images:
+        ref = tvF.normalize(tvF.convert_image_dtype(tvF.center_crop(tv_resize(img, 48), [40, 40]), torch.float32),
+                            MEAN, STD)
+        out = T.Compose([T.Resize(48), T.CenterCrop(40), T.ToDtype(torch.float32, scale=True),
+                         T.Normalize(MEAN, STD)])(img)
+        assert out.dtype == torch.float32 and out.shape == ref.shape
+        # The resize differs by at most one level, i.e. 1/255/std after normalization.
+        plain = tvF.normalize(tvF.convert_image_dtype(tvF.center_crop(
+            T.Compose([T.Resize(48)])(img), [40, 40]), torch.float32), MEAN, STD)
+        assert (out - plain).abs().max().item() < 1e-5
+        assert (out - ref).abs().max().item() <= 1 / 255 / min(STD) + 1e-5
+    img = images[2]
+    scaled = T.Compose([T.ToDtype(torch.float32, scale=True)])(img)
+    assert (scaled - img.float() / 255).abs().max().item() < 1e-6
+    unscaled = T.Compose([T.ToDtype(torch.float32)])(img)
+    assert torch.equal(unscaled, img.float())
+    half = T.Compose([T.ToDtype(torch.float16, scale=True), T.Normalize(MEAN, STD)])(img)
+    want = tvF.normalize(img.float() / 255, MEAN, STD)
+    assert half.dtype == torch.float16
+    # float16 holds 11 significant bits: 1e-3 relative, here |values| < 3.
+    assert (half.float() - want).abs().max().item() < 3e-3
+
+
+@needs_feeding
+def test_random_resized_crop_shapes_vary_and_repeat(images):
+    def run(seed):
+        t = T.Compose([T.RandomResizedCrop((24, 32), scale=(0.1, 0.9))], seed=seed, batch_size=8)
+        return [t(img) for img in images] + [t(images[0]), t(images[0])]
+
+    a, b, c = run(1), run(1), run(2)
+    assert all(x.shape == (3, 24, 32) and x.dtype == torch.uint8 for x in a)
+    assert all(torch.equal(x, y) for x, y in zip(a, b))
+    assert not torch.equal(a[-1], a[-2])  # a new window for each call
+    assert any(not torch.equal(x, y) for x, y in zip(a, c))
+
+
+@needs_feeding
+def test_pil_batch_and_single_inputs_agree(images):
+    t = T.Compose([T.Resize(30), T.CenterCrop(28), T.RandomHorizontalFlip(1.0)])
+    img = images[0]
+    pil = Image.fromarray(img.permute(1, 2, 0).numpy())
+    out_pil = t(pil)
+    assert isinstance(out_pil, Image.Image) and out_pil.size == (28, 28)
+    single = t(img)
+    np.testing.assert_array_equal(np.asarray(out_pil), single.permute(1, 2, 0).numpy())
+    batch = torch.stack([img, img.flip(2)])
+    out = t(batch)
+    assert out.shape == (2, 3, 28, 28)
+    assert torch.equal(out[0], single) and torch.equal(out[1], t(img.flip(2)))
+    listed = t([pil, img])
+    assert isinstance(listed[0], Image.Image) and torch.equal(listed[1], single)
+    tensor_from_pil = T.Compose([T.PILToTensor(), T.CenterCrop(28)])(pil)
+    assert torch.equal(tensor_from_pil, tvF.center_crop(img, [28, 28]))
+
+
+# --- functional ----------------------------------------------------------------------
+
+@needs_feeding
+def test_functional_against_torchvision(images):
+    img = images[3]
+    assert max_diff(F.resize(img, 20), tv_resize(img, 20)) <= 1
+    assert max_diff(F.resize(img, [17, 40]), tv_resize(img, (17, 40))) <= 1
+    assert torch.equal(F.center_crop(img, [21, 40]), tvF.center_crop(img, [21, 40]))
+    assert torch.equal(F.horizontal_flip(img), tvF.hflip(img))
+    assert torch.equal(F.vertical_flip(img), tvF.vflip(img))
+    assert torch.equal(F.crop(img, 3, 5, 10, 12), tvF.crop(img, 3, 5, 10, 12))
+    assert max_diff(F.resized_crop(img, 2, 4, 20, 25, [16, 16]), tvF.resized_crop(
+        img, 2, 4, 20, 25, [16, 16], interpolation=tv_interp("BILINEAR"), antialias=True)) <= 1
+    x = F.to_dtype(img, torch.float32, scale=True)
+    assert (x - img.float() / 255).abs().max().item() < 1e-6
+    assert (F.normalize(x, MEAN, STD) - tvF.normalize(x, MEAN, STD)).abs().max().item() < 1e-6
+    batch = torch.stack([images[0][:, :30, :30], images[1][:, :30, :30]])
+    assert torch.equal(F.horizontal_flip(batch), batch.flip(3))
+    pil = Image.fromarray(img.permute(1, 2, 0).numpy())
+    assert isinstance(F.resize(pil, 20), Image.Image)
+    np.testing.assert_array_equal(np.asarray(F.resize(pil, 20)), F.resize(img, 20).permute(1, 2, 0).numpy())
+    with pytest.raises(ladle.InvalidArgumentError, match="float"):
+        F.normalize(img, MEAN, STD)
+
+
+# --- GPU ------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_gpu_compose_equals_cpu(images):
+    ops = [T.Resize(40), T.CenterCrop(32), T.RandomHorizontalFlip(1.0), T.ToDtype(torch.float16, scale=True),
+           T.Normalize(MEAN, STD)]
+    cpu = T.Compose(ops, device="cpu")
+    gpu = T.Compose(ops, device="gpu")
+    for img in images:
+        out = gpu(img)
+        assert out.is_cuda
+        assert torch.equal(out.cpu(), cpu(img))
+
+
+@pytest.mark.gpu
+def test_gpu_functional(images):
+    img = images[0]
+    out = F.resize(img, 24, device="gpu")
+    assert out.is_cuda and torch.equal(out.cpu(), F.resize(img, 24))
+    assert torch.equal(F.center_crop(img, 20, device="gpu").cpu(), tvF.center_crop(img, [20, 20]))
