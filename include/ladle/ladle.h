@@ -372,7 +372,8 @@ LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch 
  * then have the same number of samples N, and the iteration's outputs have N
  * samples (with a reader in the graph, N must be batch_size). run() on a
  * pipeline whose sources have nothing left fails with LADLE_ERROR_STATE
- * instead of waiting. Thread-safe.
+ * instead of waiting. Builds the pipeline first if needed; once built, it may
+ * be called from any thread, also while another thread waits in run().
  */
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
 

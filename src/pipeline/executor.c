@@ -5,7 +5,11 @@
  * An operator runs in two parallel passes over the samples: setup (output
  * shapes), then, once each output batch has been taken from the pool in one
  * block, run. The first failing sample (lowest slot) decides the iteration's
- * error, so the message does not depend on thread timing either. */
+ * error, so the message does not depend on thread timing either.
+ *
+ * A graph with external sources waits until each has a fed batch; that
+ * iteration's batch size is the fed batches' (config.batch_size), at most
+ * params.batch_size, which everything allocated at build is sized for. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

@@ -289,6 +289,8 @@ def _resolve_device(public, schema, device, inputs_on_gpu):
                                               "use device='gpu' or move the inputs with .cpu()")
         return "cpu"
     if device in ("gpu", "mixed"):
+        if _cuda_built() and not _cuda_devices():
+            raise _ladle.NotAvailableError(f"{public}: device='gpu' is not available: ladle sees no CUDA device")
         if "gpu" in devices and not (device == "mixed" and "mixed" in devices):
             return "gpu"
         if "mixed" in devices:
@@ -307,6 +309,12 @@ def _cuda_built():
     from .. import build_info
 
     return bool(build_info().get("cuda_compiled"))
+
+
+def _cuda_devices():
+    from .. import build_info
+
+    return int(build_info().get("cuda_devices", 0) or 0)
 
 
 def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=None):
