@@ -105,3 +105,20 @@ def test_two_processes_with_gloo(shapes, tmp_path):
     assert "Epoch: [0][15/15]" in out  # 500 images / 2 ranks / 16, full batches only
     assert "Val: 200 images" in out  # every validation image once over both ranks
     assert final(out, "Top-1") >= 0 and outs[1].strip() == ""  # only rank 0 prints
+
+
+def test_default_workers_leave_cores_to_training(monkeypatch):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("train_example", TRAIN)
+    train = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(train)
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(16)), raising=False)
+    monkeypatch.delenv("LOCAL_WORLD_SIZE", raising=False)
+    assert train.default_workers() == 12
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "2")
+    assert train.default_workers() == 4
+    monkeypatch.setenv("LOCAL_WORLD_SIZE", "8")
+    assert train.default_workers() == 2
+    assert train.parse_args(["--synthetic"]).workers == 2
+    assert train.parse_args(["--synthetic", "-j", "5"]).workers == 5
