@@ -231,7 +231,7 @@ _populate()
 # DALI's external_source arguments ladle accepts and has no use for.
 _EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "no_copy", "blocking", "prefetch_queue_depth",
                                "parallel", "batch_info", "repeat_last"})
-_generated_external_source = external_source  # noqa: F821 - made by _populate()
+_generated_external_source = globals()["external_source"]  # made by _populate() from the schema
 
 
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,

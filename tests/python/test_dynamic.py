@@ -15,8 +15,6 @@ from conftest import cuda_usable, run_graph
 ldd = pytest.importorskip("ladle.dynamic")
 torch = pytest.importorskip("torch")
 
-needs_feeding = pytest.mark.skipif(not hasattr(fn, "external_source") or not hasattr(ladle.Pipeline, "feed_input"),
-                                   reason="fn.external_source / Pipeline.feed_input are not there yet")
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
@@ -45,7 +43,6 @@ def assert_same_samples(got, want):
 
 # --- operators equal the pipeline's -----------------------------------------
 
-@needs_feeding
 def test_decoder_equals_pipeline():
     paths = sample_files(6)
     images = ldd.decoders.image(encoded(paths))
@@ -71,7 +68,6 @@ OPS = {
 }
 
 
-@needs_feeding
 @pytest.mark.parametrize("name", sorted(OPS))
 def test_operator_equals_pipeline(name):
     paths = sample_files(5)
@@ -81,7 +77,6 @@ def test_operator_equals_pipeline(name):
     assert_same_samples(samples_of(got), want)
 
 
-@needs_feeding
 def test_single_sample_in_single_out_and_batch_buckets():
     paths = sample_files(5)
     images = ldd.decoders.image(encoded(paths))
@@ -99,7 +94,6 @@ def test_single_sample_in_single_out_and_batch_buckets():
     np.testing.assert_array_equal(np.array(from_torch), samples_of(images)[0][:, ::-1])
 
 
-@needs_feeding
 def test_per_sample_arguments_from_lists_and_batches():
     paths = sample_files(6)
     images = ldd.decoders.image(encoded(paths))
@@ -113,7 +107,6 @@ def test_per_sample_arguments_from_lists_and_batches():
     assert [s[1] for s in resized.shape] == [int(w) for w in widths]
 
 
-@needs_feeding
 def test_chain_decode_resize_normalize_with_random_mirror():
     paths = sample_files(8)
     ldd.random.set_seed(11)
@@ -133,7 +126,6 @@ def test_chain_decode_resize_normalize_with_random_mirror():
 
 # --- randomness ---------------------------------------------------------------
 
-@needs_feeding
 def test_random_is_reproducible_and_new_per_call():
     def program():
         ldd.random.set_seed(1234)
@@ -154,7 +146,6 @@ def test_random_is_reproducible_and_new_per_call():
     assert isinstance(single, ldd.Tensor) and single.shape == ()
 
 
-@needs_feeding
 def test_random_resized_crop_reproducible():
     images = ldd.decoders.image(encoded(sample_files(4)))
 
@@ -283,7 +274,6 @@ def test_errors_are_clear():
         ldd.readers.File(file_rot="/nonexistent")
 
 
-@needs_feeding
 def test_operator_errors_name_the_dynamic_operator():
     with pytest.raises(ladle.Error, match="ladle.dynamic.resize|resize"):
         ldd.resize(ldd.batch([np.zeros((4, 4), np.uint8)]), resize_x=2)  # 2-D input

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import ladle
-from ladle import fn
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("torchvision")
@@ -26,8 +25,6 @@ import ladle.torchvision as T
 import ladle.torchvision.v2.functional as F
 from ladle.torchvision._transforms import center_offset, resized_shape
 
-needs_feeding = pytest.mark.skipif(not hasattr(fn, "external_source") or not hasattr(ladle.Pipeline, "feed_input"),
-                                   reason="fn.external_source / Pipeline.feed_input are not there yet")
 
 MEAN = [0.485, 0.456, 0.406]
 STD = [0.229, 0.224, 0.225]
@@ -93,7 +90,6 @@ def test_transforms_must_be_composed():
 
 # --- Compose against torchvision -----------------------------------------------
 
-@needs_feeding
 @pytest.mark.parametrize("size", [32, 57, (20, 30), (70, 40)])
 @pytest.mark.parametrize("interpolation", ["BILINEAR", "BICUBIC"])
 def test_resize_within_one_level(images, size, interpolation):
@@ -102,7 +98,6 @@ def test_resize_within_one_level(images, size, interpolation):
         assert max_diff(t(img), tv_resize(img, size, interpolation)) <= 1
 
 
-@needs_feeding
 def test_nearest_exact_samples_pixel_centres(images):
     t = T.Compose([T.Resize((23, 41), interpolation=T.InterpolationMode.NEAREST_EXACT)])
     for img in images:
@@ -112,7 +107,6 @@ def test_nearest_exact_samples_pixel_centres(images):
         assert torch.equal(t(img), img[:, ys][:, :, xs])
 
 
-@needs_feeding
 def test_resize_max_size_and_batch_agree(images):
     t = T.Compose([T.Resize(40, max_size=50)], batch_size=4)
     outs = t(images)  # 5 images, batch_size 4: two iterations
@@ -122,7 +116,6 @@ def test_resize_max_size_and_batch_agree(images):
         assert torch.equal(out, t(img))
 
 
-@needs_feeding
 @pytest.mark.parametrize("size", [20, (31, 17), (36, 52), (101, 120), 33])
 def test_center_crop_exact(images, size):
     t = T.Compose([T.CenterCrop(size)])
@@ -130,7 +123,6 @@ def test_center_crop_exact(images, size):
         assert torch.equal(t(img), tvF.center_crop(img, [size] * 2 if isinstance(size, int) else list(size)))
 
 
-@needs_feeding
 def test_flips_exact(images):
     img = images[0]
     assert torch.equal(T.Compose([T.RandomHorizontalFlip(p=1.0)])(img), tvF.hflip(img))
@@ -140,7 +132,6 @@ def test_flips_exact(images):
     assert torch.equal(both, img.flip(1).flip(2))
 
 
-@needs_feeding
 def test_random_flip_varies_and_repeats(images):
     img = images[1]
     batch = img.unsqueeze(0).expand(16, -1, -1, -1).contiguous()
@@ -153,7 +144,6 @@ def test_random_flip_varies_and_repeats(images):
     assert 0 < sum(a) < 16 and a == flips(5) and a != flips(6)
 
 
-@needs_feeding
 def test_to_dtype_and_normalize_close_to_torchvision(images):
     for img in images:
         ref = tvF.normalize(tvF.convert_image_dtype(tvF.center_crop(tv_resize(img, 48), [40, 40]), torch.float32),
@@ -178,7 +168,6 @@ def test_to_dtype_and_normalize_close_to_torchvision(images):
     assert (half.float() - want).abs().max().item() < 3e-3
 
 
-@needs_feeding
 def test_random_resized_crop_shapes_vary_and_repeat(images):
     def run(seed):
         t = T.Compose([T.RandomResizedCrop((24, 32), scale=(0.1, 0.9))], seed=seed, batch_size=8)
@@ -191,7 +180,6 @@ def test_random_resized_crop_shapes_vary_and_repeat(images):
     assert any(not torch.equal(x, y) for x, y in zip(a, c))
 
 
-@needs_feeding
 def test_pil_batch_and_single_inputs_agree(images):
     t = T.Compose([T.Resize(30), T.CenterCrop(28), T.RandomHorizontalFlip(1.0)])
     img = images[0]
@@ -212,7 +200,6 @@ def test_pil_batch_and_single_inputs_agree(images):
 
 # --- functional ----------------------------------------------------------------------
 
-@needs_feeding
 def test_functional_against_torchvision(images):
     img = images[3]
     assert max_diff(F.resize(img, 20), tv_resize(img, 20)) <= 1
