@@ -86,6 +86,12 @@ StopIteration; ladle's readers never do, so ladle uses the pipelines' one
 reader as ``reader_name`` (and refuses a pipeline with several readers),
 rather than loop forever.
 
+Pipelines fed by ``fn.external_source(source=...)`` (and without readers) take
+DALI's third mode: with neither ``size`` nor ``reader_name`` an epoch ends when a
+source raises StopIteration (``cycle="raise"`` sources start again after it).
+Their positions cannot be restored (fed data is not replayable), so
+``load_state_dict`` refuses them.
+
 ``auto_reset``: False/None/"no": StopIteration at the end of an epoch (again
 at every next() until a reset), then reset() (or iter()) starts the next; True/"yes": the same, but the iterator
 resets itself; "quiet": the iterator never raises StopIteration: it starts the
@@ -337,7 +343,12 @@ class GenericIterator:
 
         for p in pipelines:
             p.build()
-        if reader_name is None and size < 0:
+        # DALI's third mode, neither size nor reader_name: an epoch ends when the
+        # pipelines raise StopIteration, which only external sources with a
+        # `source` do (ladle's readers are endless).
+        self._source_mode = reader_name is None and size < 0 and self._fed_by_sources()
+        self._ran_out = False
+        if reader_name is None and size < 0 and not self._source_mode:
             reader_name = self._only_reader()
             if last_batch_padded:
                 raise _ladle.InvalidArgumentError(
@@ -359,16 +370,19 @@ class GenericIterator:
             self._size = size
             self._counter = 0
         if self._reader_name is None and self._last_batch_policy == LastBatchPolicy.DROP \
-                and size < self._num_gpus * self.batch_size:
+                and 0 < size < self._num_gpus * self.batch_size:
             raise _ladle.InvalidArgumentError(
                 f"DROP: size={size} is less than one batch ({self._num_gpus} x {self.batch_size}): "
                 "the iterator would return nothing")
 
         self._prepare_first_batch = prepare_first_batch
-        if prepare_first_batch:
+        if prepare_first_batch and not self._source_mode:  # a source may be empty: nothing to prepare
             self._stash = self._run()
 
     # --- set-up ----------------------------------------------------------
+
+    def _fed_by_sources(self):
+        return all(not p._readers and any(s is not None for s in p._sources.values()) for p in self._pipes)
 
     def _only_reader(self):
         names = [tuple(p._readers) for p in self._pipes]
@@ -476,7 +490,7 @@ class GenericIterator:
     def _epoch_done(self):
         if self._epochs is not None:
             return self._returned >= self._epoch_count
-        return self._size > 0 and self._counter >= self._size
+        return self._ran_out or (self._size > 0 and self._counter >= self._size)
 
     def _end_of_epoch(self):
         if self._auto_reset == "no":
@@ -509,7 +523,16 @@ class GenericIterator:
 
     def _next_counted(self):
         step = self._num_gpus * self.batch_size
-        batches = self._tensors(self._run())
+        try:
+            outputs = self._run()
+        except StopIteration:
+            if not self._source_mode:
+                raise
+            if self._counter == 0 and self._auto_reset == "quiet":
+                raise  # the source gives nothing at all: "quiet" would loop for ever
+            self._ran_out = True
+            return self.__next__()  # the end of the epoch, as auto_reset says
+        batches = self._tensors(outputs)
         self._position += 1
         self._counter += step
         if self._size <= 0:
@@ -552,6 +575,7 @@ class GenericIterator:
                 self._counter %= self._size
             else:
                 self._counter = 0
+            self._ran_out = False
             self._epoch += 1
         else:
             warnings.warn("the iterator does not support resetting in the middle of an epoch; ignored",

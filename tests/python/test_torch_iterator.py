@@ -598,3 +598,51 @@ def test_gpu_outputs_on_the_current_stream(closing, shapes_root):
         assert torch.equal(yg.cpu(), yc)
         assert abs(total.item() - x.double().sum().item()) < 1e-6 * max(1.0, abs(total.item()))
         assert (x.cpu() - xc).abs().mean().item() < 4.0 / 64  # nvJPEG and libjpeg may differ slightly
+
+
+# --- pipelines fed by external sources: epochs end at the source's StopIteration ---
+
+
+def fed_pipeline(cycle, batches=3):
+    data = [[np.full((2,), i, np.int32), np.full((2,), 10 + i, np.int32)] for i in range(batches)]
+    pipe = ladle.Pipeline(batch_size=2, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(data, ndim=1, layout="", dtype=types.INT32, cycle=cycle))
+    return pipe
+
+
+def first_values(it, limit=20):
+    out = []
+    for batch in it:
+        assert batch[0]["x"].shape == (2, 2)
+        out.append(int(batch[0]["x"][0, 0]))
+        if len(out) == limit:
+            break
+    return out
+
+
+@pytest.mark.parametrize("auto_reset", [False, True])
+def test_epochs_of_a_restarting_source(auto_reset):
+    it = GenericIterator(fed_pipeline("raise"), ["x"], auto_reset=auto_reset)
+    assert first_values(it) == [0, 1, 2]
+    if not auto_reset:
+        with pytest.raises(StopIteration):  # again at every next() until a reset
+            next(it)
+    assert first_values(it) == [0, 1, 2]  # the next epoch (reset by iter() or by itself)
+
+
+def test_quiet_reset_goes_on_through_the_epochs():
+    it = GenericIterator(fed_pipeline("raise"), ["x"], auto_reset="quiet")
+    assert first_values(it, limit=7) == [0, 1, 2, 0, 1, 2, 0]
+    # A source with nothing left after its one batch: "quiet" must stop, not loop for ever.
+    ended = GenericIterator(fed_pipeline(None, batches=1), ["x"], auto_reset="quiet")
+    assert first_values(ended) == [0]
+
+
+def test_a_source_that_ends_ends_every_later_epoch_at_once():
+    it = GenericIterator(fed_pipeline(None), ["x"])
+    assert first_values(it) == [0, 1, 2]
+    assert first_values(it) == []
+    state = it.state_dict()
+    with pytest.raises(ladle.StateError, match="no positions"):
+        GenericIterator(fed_pipeline(None), ["x"]).load_state_dict(state)
