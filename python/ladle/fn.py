@@ -230,33 +230,40 @@ _populate()
 
 # DALI's external_source arguments ladle accepts and has no use for.
 _EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "no_copy", "blocking", "prefetch_queue_depth",
-                               "parallel", "batch_info", "repeat_last"})
+                               "parallel", "repeat_last"})
 _generated_external_source = globals()["external_source"]  # made by _populate() from the schema
 
 
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
-                    batch=True, **kwargs):
-    """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None, cycle=None)
+                    batch=True, batch_info=False, **kwargs):
+    """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None,
+    cycle=None, batch=True, batch_info=False)
 
     Data the application supplies, one batch per iteration: fed with
-    ``pipe.feed_input(name, data)`` or drawn from `source`, a callable (given
-    the iteration number when it takes an argument) or an iterable that
-    returns one batch per call: a list of arrays (shapes may differ), an
-    [N, ...] array, CPU torch tensors, or a ladle TensorList (taken without a
-    copy; a GPU one for device="gpu"). A batch holds 1 to batch_size samples;
-    when `source` runs out (StopIteration), run() raises StopIteration.
-    cycle=True (or "quiet") restarts an iterable instead; "raise" raises
-    StopIteration once, then restarts.
+    ``pipe.feed_input(name, data)`` or drawn from `source`, a callable or an
+    iterable returning one batch per call: a list of arrays (shapes may
+    differ), an [N, ...] array, CPU torch tensors, or a ladle TensorList
+    (taken without a copy; a GPU one for device="gpu"). A batch holds 1 to
+    batch_size samples. A callable that takes an argument gets the batch's
+    index in the epoch (types.BatchInfo with batch_info=True). With
+    batch=False the source gives one sample per call instead: a callable gets
+    a types.SampleInfo, an iterable yields samples.
+
+    When `source` raises StopIteration, run() raises StopIteration (with
+    batch=False, after a last, shorter batch of the samples before it): the
+    end of an epoch. A callable is called again in the next epoch; an
+    iterable is iterated again only with cycle="raise"; cycle=True (or
+    "quiet") restarts it without ending the epoch.
 
     ndim defaults to len(layout), else 3; layout defaults to "HWC" for ndim 3.
-    Encoded files (JPEG bytes) are dtype=UINT8, ndim=1.
+    Encoded files (JPEG bytes) are dtype=UINT8, ndim=1. DALI's parallel,
+    no_copy and the like are accepted and ignored (with a warning).
     """
     pipe = Pipeline.current()
     if pipe is None:
         raise _ladle.StateError("fn.external_source() must be called inside a pipeline definition")
-    if not batch:
-        raise _ladle.UnsupportedError("fn.external_source: batch=False (a source per sample) is not supported; "
-                                      "return whole batches")
+    if not batch and source is None:
+        raise _ladle.InvalidArgumentError("fn.external_source: batch=False needs a source (feed_input takes batches)")
     unknown = sorted(set(kwargs) - _EXTERNAL_IGNORED)
     if unknown:
         raise _ladle.InvalidArgumentError(f"fn.external_source: unknown argument(s): {', '.join(unknown)}")
@@ -276,7 +283,7 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
         layout = "HWC" if ndim == 3 else ""
     node = _generated_external_source(device=device, name=name, dtype=types.UINT8 if dtype is None else dtype,
                                       ndim=int(ndim), layout=layout)
-    pipe._add_source(node.name, source, cycle)
+    pipe._add_source(node.name, source, cycle, bool(batch), bool(batch_info))
     return node
 
 

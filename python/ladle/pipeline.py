@@ -12,7 +12,7 @@ import os
 import threading
 import warnings
 
-from . import _ladle
+from . import _ladle, types
 from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
@@ -94,48 +94,81 @@ def _default_device(device_id):
 
 
 class _Source:
-    """An external_source's `source`: one batch per call, until StopIteration."""
+    """An external_source's `source`, asked for one batch per iteration until
+    it raises StopIteration (the end of an epoch).
 
-    def __init__(self, name, source, cycle):
+    A callable is called with the batch's index in the epoch (or a
+    types.BatchInfo with batch_info=True) when it takes an argument; with
+    batch=False it is called once per sample, with a types.SampleInfo, and an
+    iterable gives one sample per next(). A callable starts again after the
+    end of an epoch has been reported (it decides itself when epochs end); an
+    iterable is iterated again only with cycle="raise" (True/"quiet" restart
+    it without reporting an end)."""
+
+    def __init__(self, name, source, cycle, batch, batch_info, batch_size):
         self.name, self.source, self.cycle = name, source, cycle
-        self.iteration = 0
+        self.batch, self.batch_info, self.batch_size = batch, batch_info, batch_size
+        self.iteration = 0  # batches given in this epoch
+        self.epoch = 0
         self.exhausted = False
+        self._in_epoch = 0  # samples given in this epoch (batch=False)
         self._iter = None
-        self._takes_iteration = False
+        self._takes_arg = False
         if callable(source):
             try:
                 params = [p for p in inspect.signature(source).parameters.values()
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
-                self._takes_iteration = len(params) >= 1
+                self._takes_arg = len(params) >= 1
             except (TypeError, ValueError):  # builtins without a signature
                 pass
 
-    def next(self):
-        """The next batch, or None when the source ran out (it is then exhausted)."""
+    def _pull(self, info):
+        """One item (a batch, or a sample with batch=False); raises StopIteration at the end."""
+        if callable(self.source):
+            return self.source(info) if self._takes_arg else self.source()
+        if self._iter is None:
+            self._iter = iter(self.source)
         try:
-            if callable(self.source):
-                data = self.source(self.iteration) if self._takes_iteration else self.source()
-            else:
-                if self._iter is None:
-                    self._iter = iter(self.source)
-                try:
-                    data = next(self._iter)
-                except StopIteration:
-                    if self.cycle not in (True, "quiet"):
-                        raise
-                    self._iter = iter(self.source)
-                    data = next(self._iter)
+            return next(self._iter)
         except StopIteration:
-            self.exhausted = True
+            if self.cycle not in (True, "quiet"):
+                raise
+            self._iter = iter(self.source)
+            return next(self._iter)
+
+    def next(self):
+        """The next batch, or None when the source ran out (it is then exhausted).
+        With batch=False, a batch cut short by the end holds the samples before it."""
+        if self.exhausted:
             return None
+        if self.batch:
+            info = types.BatchInfo(self.iteration, self.epoch) if self.batch_info else self.iteration
+            try:
+                data = self._pull(info)
+            except StopIteration:
+                self.exhausted = True
+                return None
+        else:
+            data = []
+            try:
+                while len(data) < self.batch_size:
+                    data.append(self._pull(types.SampleInfo(self._in_epoch, len(data), self.iteration, self.epoch)))
+                    self._in_epoch += 1
+            except StopIteration:
+                self.exhausted = True
+            if not data:
+                return None
         self.iteration += 1
         return data
 
     def restart(self):
-        """After run() reported the end: cycle="raise" starts the source again."""
-        if self.cycle == "raise":
+        """After run() reported the end of an epoch: starts the next one where
+        the source can go on (see the class)."""
+        if callable(self.source) or self.cycle == "raise":
             self._iter = None
             self.exhausted = False
+            self.iteration = self._in_epoch = 0
+            self.epoch += 1
 
 
 def _as_batch(data, layout):
@@ -357,8 +390,9 @@ class Pipeline:
             self._readers.append(name)
         return first, name
 
-    def _add_source(self, name, source, cycle):
-        self._sources[name] = _Source(name, source, cycle) if source is not None else None
+    def _add_source(self, name, source, cycle=None, batch=True, batch_info=False):
+        self._sources[name] = (_Source(name, source, cycle, batch, batch_info, self._batch_size)
+                               if source is not None else None)
 
     def feed_input(self, data_node, data, layout=None):
         """Queues `data` for the external_source `data_node` (its DataNode or

@@ -8,6 +8,7 @@ members whose value is the C library's ``ladle_dtype`` number.
 """
 
 import enum
+import typing
 
 
 class DALIDataType(enum.IntEnum):
@@ -69,6 +70,25 @@ class TensorLayout(str, enum.Enum):
 
     def __str__(self):
         return self.value
+
+
+class BatchInfo(typing.NamedTuple):
+    """What an external source's callable gets with batch_info=True: the
+    batch's index in the epoch and the epoch's index (DALI's names)."""
+
+    iteration: int
+    epoch_idx: int
+
+
+class SampleInfo(typing.NamedTuple):
+    """What a per-sample (batch=False) external source's callable gets: the
+    sample's index in the epoch and in its batch, the batch's index in the
+    epoch, and the epoch's index (DALI's names)."""
+
+    idx_in_epoch: int
+    idx_in_batch: int
+    iteration: int
+    epoch_idx: int
 
 
 UINT8 = DALIDataType.UINT8

@@ -217,3 +217,63 @@ def test_gpu_batches_pass_between_pipelines_without_a_copy():
     finally:
         first.close()
         second.close()
+
+
+def test_per_sample_sources_and_batch_info():
+    infos = []
+
+    def sample(info):  # batch=False: one sample per call; 7 samples per epoch
+        infos.append(info)
+        if info.idx_in_epoch == 7:
+            raise StopIteration
+        return np.array([info.epoch_idx, info.idx_in_epoch], np.int32)
+
+    pipe = ladle.Pipeline(batch_size=3, num_threads=1, prefetch_queue_depth=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(sample, batch=False, ndim=1, layout="", dtype=types.INT32))
+    try:
+        for epoch in range(2):  # a callable starts again after the end of an epoch
+            got = []
+            with pytest.raises(StopIteration):
+                while True:
+                    (out,) = pipe.run()
+                    got.append([tuple(int(v) for v in out.at(i)) for i in range(len(out))])
+            assert got == [[(epoch, 0), (epoch, 1), (epoch, 2)], [(epoch, 3), (epoch, 4), (epoch, 5)], [(epoch, 6)]]
+        first = [i for i in infos if i.epoch_idx == 0]
+        assert [(i.idx_in_batch, i.iteration) for i in first[:4]] == [(0, 0), (1, 0), (2, 0), (0, 1)]
+    finally:
+        pipe.close()
+
+    batches = []
+
+    def whole(info):  # batch_info=True: a types.BatchInfo per batch
+        batches.append(info)
+        return [np.full((2,), info.iteration, np.uint8)]
+
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1, prefetch_queue_depth=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(whole, batch_info=True, ndim=1, layout=""))
+    try:
+        assert [int(pipe.run()[0].at(0)[0]) for _ in range(3)] == [0, 1, 2]
+        assert batches[0] == types.BatchInfo(iteration=0, epoch_idx=0)
+    finally:
+        pipe.close()
+
+    with pytest.raises(ladle.InvalidArgumentError, match="batch=False needs a source"):
+        with ladle.Pipeline(batch_size=1, num_threads=1):
+            fn.external_source(batch=False)
+
+
+def test_an_iterable_of_samples():
+    pipe = ladle.Pipeline(batch_size=4, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source((np.full((1,), v, np.uint8) for v in range(6)), batch=False, ndim=1,
+                                            layout=""))
+    try:
+        sizes = []
+        with pytest.raises(StopIteration):
+            while True:
+                sizes.append(len(pipe.run()[0]))
+        assert sizes == [4, 2]
+    finally:
+        pipe.close()
