@@ -320,6 +320,7 @@ class Pipeline:
         self._op_names = set()
         self._readers = []
         self._sources = {}  # external_source name -> _Source (those given a `source`)
+        self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
         self._num_outputs = 0
         self._built = False
 
@@ -405,14 +406,20 @@ class Pipeline:
             raise _ladle.InvalidArgumentError(f"feed_input: no external_source named {name!r} in the pipeline")
         self._handle().feed(name, _as_batch(data, layout))
 
-    def _feed_from_sources(self, count):
-        """Feeds `count` batches from every source that has a `source`."""
-        for _ in range(count):
+    def _feed_from_sources(self):
+        """Tops up the batches drawn from `source`s and not yet consumed to
+        prefetch_queue_depth, so the executor can work that far ahead."""
+        while self._ahead < self._prefetch_queue_depth:
+            fed = False
             for src in self._sources.values():
                 if src is not None and not src.exhausted:
                     data = src.next()
                     if data is not None:
                         self.feed_input(src.name, data)
+                        fed = True
+            if not fed:
+                return
+            self._ahead += 1
 
     def set_outputs(self, *outputs):
         """Declares the nodes run() returns, in order."""
@@ -430,7 +437,7 @@ class Pipeline:
         self._handle().build()
         if not self._built:
             self._built = True
-            self._feed_from_sources(self._prefetch_queue_depth)  # sources run ahead as the executor does
+            self._feed_from_sources()
 
     def run(self):
         """The next iteration: a tuple with one TensorList per output. With
@@ -438,16 +445,20 @@ class Pipeline:
         if not self._built:
             self.build()
         else:
-            self._feed_from_sources(1)
+            self._feed_from_sources()
         try:
             batches = self._handle().run()
-        except _ladle.StateError:
+        except _ladle.StateError:  # nothing was consumed
             ended = [s for s in self._sources.values() if s is not None and s.exhausted]
             if ended:
                 for s in ended:
                     s.restart()
                 raise StopIteration(f"external_source {ended[0].name!r}: its source ran out") from None
             raise
+        except _ladle.Error:  # a failed iteration is used up too
+            self._ahead = max(0, self._ahead - 1)
+            raise
+        self._ahead = max(0, self._ahead - 1)
         return tuple(TensorList(b) for b in batches)
 
     # DALI's split form of run(), for code written against it. ladle always

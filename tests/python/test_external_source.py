@@ -277,3 +277,27 @@ def test_an_iterable_of_samples():
         assert sizes == [4, 2]
     finally:
         pipe.close()
+
+
+def test_sources_are_drawn_prefetch_queue_depth_ahead_in_every_epoch():
+    calls = []
+
+    def source(i):
+        calls.append(i)
+        if i == 4:
+            raise StopIteration
+        return [np.full((1,), i, np.uint8)]
+
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1, prefetch_queue_depth=3)
+    with pipe:
+        pipe.set_outputs(fn.external_source(source, ndim=1, layout=""))
+    try:
+        for epoch in range(2):
+            before = len(calls)
+            assert int(pipe.run()[0].at(0)[0]) == 0
+            assert len(calls) - before == 3  # the batch returned and two more for the executor
+            assert [int(pipe.run()[0].at(0)[0]) for _ in range(3)] == [1, 2, 3]
+            with pytest.raises(StopIteration):
+                pipe.run()
+    finally:
+        pipe.close()
