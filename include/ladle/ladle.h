@@ -236,7 +236,8 @@ typedef struct ladle_op_schema {
   const char *name;      /* "decoders.image", "readers.file", "random.coin_flip" */
   const char *doc;
   int min_inputs, max_inputs;
-  int num_outputs;
+  int num_outputs;       /* < 0: one output per element of the list argument
+                            args[-1 - num_outputs] (readers.webdataset's ext) */
   unsigned devices;      /* LADLE_ON_* bits */
   int num_args;
   const ladle_arg_schema *args;

@@ -48,8 +48,12 @@ def _plain(value):
 
 def _convert(public, spec, value):
     """`value` as the C extension expects it for argument `spec`."""
-    if spec["type_id"] == _DTYPE:
+    # A list of dtypes travels as a list of ints (readers.webdataset's dtypes).
+    many = spec["type_id"] == _INTS and spec["name"] == "dtypes"
+    if spec["type_id"] == _DTYPE or many:
         try:
+            if many:
+                return [int(types.to_dtype(v)) for v in (value if isinstance(value, (list, tuple)) else [value])]
             return int(types.to_dtype(value))
         except ValueError as e:
             raise _ladle.InvalidArgumentError(f"{public}: argument '{spec['name']}': {e}") from None
@@ -83,6 +87,8 @@ def _make_operator(schema):
     devices = schema["devices"]
     min_inputs, max_inputs = schema["min_inputs"], schema["max_inputs"]
     num_outputs = schema["num_outputs"]
+    # num_outputs < 0: one output per element of the list argument args[-1 - num_outputs].
+    outputs_per = schema["args"][-1 - num_outputs]["name"] if num_outputs < 0 else None
     shardable = op_name.startswith("readers.") and "shard_id" in specs and "num_shards" in specs
 
     def operator(*inputs, device=None, name=None, **kwargs):
@@ -144,9 +150,13 @@ def _make_operator(schema):
 
         first, instance = pipe._add_op(op_name, device, inputs, args, name)
         out_device = "cpu" if device == "cpu" else "gpu"
-        if num_outputs == 1:
+        count = num_outputs
+        if outputs_per is not None:
+            value = kwargs[outputs_per]
+            count = len(value) if isinstance(value, (list, tuple)) else 1
+        if count == 1:
             return DataNode(pipe, first, instance, out_device)
-        return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(num_outputs))
+        return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(count))
 
     short = op_name.rsplit(".", 1)[-1]
     operator.__name__ = short
@@ -164,7 +174,9 @@ def _docstring(public, schema):
         lines += [schema["doc"].strip(), ""]
     lo, hi = schema["min_inputs"], schema["max_inputs"]
     inputs = str(lo) if lo == hi else f"{lo} to {hi}"
-    lines.append(f"Inputs: {inputs}. Outputs: {schema['num_outputs']}. Devices: {', '.join(schema['devices'])}.")
+    n = schema["num_outputs"]
+    outputs = str(n) if n >= 1 else f"one per element of {schema['args'][-1 - n]['name']!r}"
+    lines.append(f"Inputs: {inputs}. Outputs: {outputs}. Devices: {', '.join(schema['devices'])}.")
     if schema["args"]:
         lines += ["", "Keyword arguments:"]
         for a in schema["args"]:

@@ -106,13 +106,7 @@ int32_t ladle__file_reader_label(const ladle__file_reader *r, int64_t index) {
 ladle_status ladle__file_reader_meta(const ladle__file_reader *r, ladle_reader_meta *meta) {
   ladle_status st = LADLE_OK;
   LADLE_CHECK(r && meta, LADLE_ERROR_INVALID_ARGUMENT, "reader and meta must not be NULL");
-  int64_t n = r->table.count, S = r->params.num_shards;
-  meta->epoch_size = n;
-  meta->epoch_size_padded = r->params.pad_last_batch ? (n + S - 1) / S * S : n;
-  meta->number_of_shards = r->params.num_shards;
-  meta->shard_id = r->params.shard_id;
-  meta->pad_last_batch = r->params.pad_last_batch;
-  meta->stick_to_shard = r->params.stick_to_shard;
+  ladle__sampler_meta(r->sampler, meta);
 done:
   return st;
 }

@@ -45,12 +45,11 @@ done:
   return st;
 }
 
-/* Reads until `size` bytes or end of file; *got says how many came. */
-static int read_full(int fd, uint8_t *dst, size_t size, size_t *got) {
+int ladle__pread_full(int fd, void *dst, size_t size, int64_t offset, size_t *got) {
   size_t n = 0;
   while (n < size) {
     size_t chunk = size - n > (1u << 30) ? (1u << 30) : size - n;
-    ssize_t r = read(fd, dst + n, chunk);
+    ssize_t r = pread(fd, (uint8_t *)dst + n, chunk, (off_t)(offset + (int64_t)n));
     if (r < 0) {
       if (errno == EINTR) continue;
       *got = n;
@@ -76,7 +75,7 @@ ladle_status ladle__file_read_exact(const char *path, uint8_t *dst, size_t size)
               "%s changed size while being read (%zu bytes expected, %lld now)", path, size,
               (long long)sb.st_size);
   size_t got = 0;
-  LADLE_CHECK(read_full(fd, dst, size, &got) == 0, LADLE_ERROR_IO,
+  LADLE_CHECK(ladle__pread_full(fd, dst, size, 0, &got) == 0, LADLE_ERROR_IO,
               "%s: read failed after %zu of %zu bytes: %s", path, got, size,
               ladle__errno_text(errno, err, sizeof err));
   LADLE_CHECK(got == size, LADLE_ERROR_IO,
@@ -106,7 +105,7 @@ ladle_status ladle__read_whole_file(const char *path, const char *what, char **d
   LADLE_CHECK(buf, LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate %zu bytes for %s %s", n + 1, what,
               path);
   size_t got = 0;
-  LADLE_CHECK(read_full(fd, (uint8_t *)buf, n, &got) == 0, LADLE_ERROR_IO, "cannot read %s %s: %s",
+  LADLE_CHECK(ladle__pread_full(fd, buf, n, 0, &got) == 0, LADLE_ERROR_IO, "cannot read %s %s: %s",
               what, path, ladle__errno_text(errno, err, sizeof err));
   buf[got] = '\0'; /* a file that shrank meanwhile is read as it now is */
   *data = buf;

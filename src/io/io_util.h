@@ -22,6 +22,11 @@ ladle_status ladle__read_whole_file(const char *path, const char *what, char **d
  * is not an error. */
 ladle_status ladle__file_size(const char *path, size_t *size);
 
+/* Reads up to `size` bytes at `offset` (retrying short reads and EINTR);
+ * *got says how many came before end of file. Returns -1 (errno set) on a
+ * read error. */
+int ladle__pread_full(int fd, void *dst, size_t size, int64_t offset, size_t *got);
+
 /* Reads exactly `size` bytes, the whole file, into dst. Fails, naming the
  * path, when the file cannot be opened, is not a regular file, no longer has
  * `size` bytes (it changed since its size was taken), or a read fails. */

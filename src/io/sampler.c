@@ -203,3 +203,13 @@ void ladle__sampler_plan(const ladle__sampler *cs, int64_t iteration, ladle__sam
   }
   pthread_mutex_unlock(&s->lock);
 }
+
+void ladle__sampler_meta(const ladle__sampler *s, ladle_reader_meta *meta) {
+  int64_t n = s->p.num_records, shards = s->p.num_shards;
+  meta->epoch_size = n;
+  meta->epoch_size_padded = s->p.pad_last_batch ? (n + shards - 1) / shards * shards : n;
+  meta->number_of_shards = s->p.num_shards;
+  meta->shard_id = s->p.shard_id;
+  meta->pad_last_batch = s->p.pad_last_batch;
+  meta->stick_to_shard = s->p.stick_to_shard;
+}

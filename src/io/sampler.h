@@ -93,6 +93,11 @@ void ladle__sampler_locate(const ladle__sampler *sampler, int64_t pos, int64_t *
  * O(n). n <= UINT32_MAX. */
 void ladle__sampler_shuffle(int64_t n, uint64_t seed, int64_t epoch, uint32_t *perm);
 
+/* DALI's reader metadata for these parameters: epoch_size = N;
+ * epoch_size_padded = S * ceil(N / S) with pad_last_batch, else N (the value
+ * DALI reports; see io/file_reader.h). */
+void ladle__sampler_meta(const ladle__sampler *sampler, ladle_reader_meta *meta);
+
 /* The batch_size samples of `iteration` (0-based), written to refs[0..B-1].
  * Pure in its result. Thread-safe: the shuffled orders of the two most
  * recently used epochs are cached behind a mutex, so the first call in an

@@ -5,12 +5,11 @@
 
 #include "io/file_reader.h"
 #include "ops/op.h"
+#include "ops/reader_args.h"
 
 enum {
-  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_RANDOM_SHUFFLE,
-  ARG_SHUFFLE_AFTER_EPOCH, ARG_SEED, ARG_SHARD_ID, ARG_NUM_SHARDS, ARG_STICK_TO_SHARD,
-  ARG_PAD_LAST_BATCH, ARG_INITIAL_FILL, ARG_READ_AHEAD, ARG_PREFETCH_QUEUE_DEPTH, ARG_DONT_USE_MMAP,
-  ARG_LAZY_INIT, ARG_COUNT
+  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_SAMPLER,
+  ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
 static const ladle_arg_schema args[ARG_COUNT] = {
@@ -27,32 +26,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
                           LADLE_NO_RANGE,
                           "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). "
                           "Default: *.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
-    [ARG_RANDOM_SHUFFLE] = {"random_shuffle", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                            "Shuffle the records: a uniform permutation of the whole data set per epoch, drawn "
-                            "from (seed, epoch) and the same on every shard (unlike DALI's shuffle buffer)."},
-    [ARG_SHUFFLE_AFTER_EPOCH] = {"shuffle_after_epoch", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0,
-                                 LADLE_NO_RANGE, "Same as random_shuffle (accepted for DALI scripts)."},
-    [ARG_SEED] = {"seed", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(-1), 0, -1.0, 9.2e18,
-                  "Seed of the shuffle; -1: the pipeline's seed. Give every shard the same seed."},
-    [ARG_SHARD_ID] = {"shard_id", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 0, 0.0, 2147483647.0,
-                      "Which shard this pipeline reads: positions [floor(i*N/S), floor((i+1)*N/S))."},
-    [ARG_NUM_SHARDS] = {"num_shards", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 0, 1.0, 2147483647.0,
-                        "Number of shards the data set is split into."},
-    [ARG_STICK_TO_SHARD] = {"stick_to_shard", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                            "Keep reading shard_id every epoch; otherwise epoch e reads shard (shard_id + e) % num_shards."},
-    [ARG_PAD_LAST_BATCH] = {"pad_last_batch", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                            "End every epoch on a batch boundary, the same number of batches on every shard, "
-                            "padding with the shard's last record."},
-    [ARG_INITIAL_FILL] = {"initial_fill", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1024), 0, LADLE_NO_RANGE,
-                          "Accepted for DALI scripts; no effect (ladle shuffles the whole epoch)."},
-    [ARG_READ_AHEAD] = {"read_ahead", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                        "Accepted for DALI scripts; no effect."},
-    [ARG_PREFETCH_QUEUE_DEPTH] = {"prefetch_queue_depth", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 0,
-                                  LADLE_NO_RANGE, "Accepted for DALI scripts; no effect."},
-    [ARG_DONT_USE_MMAP] = {"dont_use_mmap", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                           "Accepted for DALI scripts; ladle always reads with read(2)."},
-    [ARG_LAZY_INIT] = {"lazy_init", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                       "Accepted for DALI scripts; the listing happens at build."},
+    LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 
 static ladle_status reader_init(ladle__node *n) {
@@ -93,14 +67,15 @@ static ladle_status reader_init(ladle__node *n) {
     p.extensions = (const char *const *)extensions;
     p.num_extensions = filters->count;
   }
-  p.random_shuffle = ladle__arg_int(n, NULL, ARG_RANDOM_SHUFFLE) || ladle__arg_int(n, NULL, ARG_SHUFFLE_AFTER_EPOCH);
-  int64_t seed = ladle__arg_int(n, NULL, ARG_SEED);
-  p.seed = seed >= 0 ? (uint64_t)seed : n->config->seed;
-  p.shard_id = (int)ladle__arg_int(n, NULL, ARG_SHARD_ID);
-  p.num_shards = (int)ladle__arg_int(n, NULL, ARG_NUM_SHARDS);
-  p.stick_to_shard = (int)ladle__arg_int(n, NULL, ARG_STICK_TO_SHARD);
-  p.pad_last_batch = (int)ladle__arg_int(n, NULL, ARG_PAD_LAST_BATCH);
-  p.batch_size = n->config->batch_size;
+  ladle__sampler_params sp;
+  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* the file reader counts the records */
+  p.random_shuffle = sp.random_shuffle;
+  p.seed = sp.seed;
+  p.shard_id = sp.shard_id;
+  p.num_shards = sp.num_shards;
+  p.stick_to_shard = sp.stick_to_shard;
+  p.pad_last_batch = sp.pad_last_batch;
+  p.batch_size = sp.batch_size;
   ladle__file_reader *r = NULL;
   st = ladle__file_reader_create(&p, &r);
   if (st != LADLE_OK) {

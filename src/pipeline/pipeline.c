@@ -312,6 +312,15 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   for (int a = 0; a < schema->num_args; a++)
     LADLE_CHECK(n->args[a].given || !schema->args[a].required, LADLE_ERROR_INVALID_ARGUMENT,
                 "%s: argument '%s' is required", op_name, schema->args[a].name);
+  if (schema->num_outputs < 0) {
+    /* One output per element of a list argument (readers.webdataset's ext). */
+    const ladle_arg_schema *as = &schema->args[-1 - schema->num_outputs];
+    int count = n->args[-1 - schema->num_outputs].value.count;
+    LADLE_CHECK(count >= 1 && count <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT,
+                "%s: argument '%s' has %d entries; give 1 to %d (one per output)", op_name, as->name, count,
+                LADLE_MAX_OUTPUTS);
+    n->num_outputs = count;
+  }
   LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
   LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;

@@ -55,7 +55,10 @@ def test_schema_dicts_are_well_formed():
     for s in _ladle.op_schemas():
         assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "args"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
-        assert s["num_outputs"] >= 1
+        if s["num_outputs"] < 0:  # one output per element of a list argument
+            assert s["args"][-1 - s["num_outputs"]]["type"].startswith("list of")
+        else:
+            assert s["num_outputs"] >= 1
         assert s["devices"] and set(s["devices"]) <= {"cpu", "gpu", "mixed"}
         for a in s["args"]:
             types_seen.add(a["type"])
