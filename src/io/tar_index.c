@@ -100,11 +100,11 @@ static ladle_status parse_pax(const char *path, int64_t header, const char *data
     while (i < size && data[i] >= '0' && data[i] <= '9' && len <= size) len = len * 10 + (size_t)(data[i++] - '0');
     LADLE_CHECK(i < size && data[i] == ' ' && len > i - pos + 1 && len <= size - pos &&
                     data[pos + len - 1] == '\n',
-                LADLE_ERROR_IO, "%s: pax header at byte %lld: malformed record at data byte %zu", path,
+                LADLE_ERROR_CORRUPT_DATA, "%s: pax header at byte %lld: malformed record at data byte %zu", path,
                 (long long)header, pos);
     const char *key = data + i + 1, *end = data + pos + len - 1;
     const char *eq = memchr(key, '=', (size_t)(end - key));
-    LADLE_CHECK(eq, LADLE_ERROR_IO, "%s: pax header at byte %lld: record without '=' at data byte %zu",
+    LADLE_CHECK(eq, LADLE_ERROR_CORRUPT_DATA, "%s: pax header at byte %lld: record without '=' at data byte %zu",
                 path, (long long)header, pos);
     size_t key_len = (size_t)(eq - key), value_len = (size_t)(end - eq - 1);
     if (key_len == 4 && memcmp(key, "path", 4) == 0) {
@@ -123,7 +123,7 @@ static ladle_status parse_pax(const char *path, int64_t header, const char *data
         ok = c >= '0' && c <= '9';
         v = v * 10 + (c - '0');
       }
-      LADLE_CHECK(ok, LADLE_ERROR_IO, "%s: pax header at byte %lld: bad size record \"%.*s\"", path,
+      LADLE_CHECK(ok, LADLE_ERROR_CORRUPT_DATA, "%s: pax header at byte %lld: bad size record \"%.*s\"", path,
                   (long long)header, (int)(value_len > 40 ? 40 : value_len), eq + 1);
       m->size = v;
     }
@@ -139,7 +139,7 @@ static ladle_status read_meta(int fd, const char *path, int64_t header, int64_t 
   ladle_status st = LADLE_OK;
   char err[128];
   char *buf = NULL;
-  LADLE_CHECK(size <= MAX_META_SIZE, LADLE_ERROR_IO,
+  LADLE_CHECK(size <= MAX_META_SIZE, LADLE_ERROR_CORRUPT_DATA,
               "%s: header at byte %lld: extended header of %lld bytes is implausibly large", path,
               (long long)header, (long long)size);
   buf = malloc((size_t)size + 1);
@@ -148,7 +148,7 @@ static ladle_status read_meta(int fd, const char *path, int64_t header, int64_t 
   LADLE_CHECK(ladle__pread_full(fd, buf, (size_t)size, header + BLOCK, &got) == 0, LADLE_ERROR_IO,
               "%s: header at byte %lld: read failed: %s", path, (long long)header,
               ladle__errno_text(errno, err, sizeof err));
-  LADLE_CHECK(got == (size_t)size, LADLE_ERROR_IO, "%s: header at byte %lld: truncated extended header",
+  LADLE_CHECK(got == (size_t)size, LADLE_ERROR_CORRUPT_DATA, "%s: header at byte %lld: truncated extended header",
               path, (long long)header);
   buf[size] = '\0';
   *out = buf;
@@ -178,24 +178,24 @@ ladle_status ladle__tar_scan(const char *path, ladle__tar_visit_fn visit, void *
     LADLE_CHECK(ladle__pread_full(fd, h, BLOCK, pos, &got) == 0, LADLE_ERROR_IO, "%s: byte %lld: read failed: %s",
                 path, (long long)pos, ladle__errno_text(errno, err, sizeof err));
     if (got == 0) {
-      LADLE_CHECK(meta.header < 0, LADLE_ERROR_IO,
+      LADLE_CHECK(meta.header < 0, LADLE_ERROR_CORRUPT_DATA,
                   "%s: truncated: the file ends after the extended header at byte %lld", path,
                   (long long)meta.header);
       break; /* end of file on a header boundary: the end of the archive */
     }
-    LADLE_CHECK(got == BLOCK, LADLE_ERROR_IO,
+    LADLE_CHECK(got == BLOCK, LADLE_ERROR_CORRUPT_DATA,
                 "%s: truncated: the file ends inside the header at byte %lld (%zu of 512 bytes)", path,
                 (long long)pos, got);
     if (is_zero_block(h)) break; /* end-of-archive marker */
     int64_t stored = 0, computed = 0;
     int ok = checksum_ok(h, &stored, &computed);
-    LADLE_CHECK(ok >= 0, LADLE_ERROR_IO, "%s: header at byte %lld: bad checksum field (not a tar file?)",
+    LADLE_CHECK(ok >= 0, LADLE_ERROR_CORRUPT_DATA, "%s: header at byte %lld: bad checksum field (not a tar file?)",
                 path, (long long)pos);
-    LADLE_CHECK(ok, LADLE_ERROR_IO,
+    LADLE_CHECK(ok, LADLE_ERROR_CORRUPT_DATA,
                 "%s: header at byte %lld: checksum mismatch (stored %lld, computed %lld; corrupt or not a tar)",
                 path, (long long)pos, (long long)stored, (long long)computed);
     int64_t size = 0;
-    LADLE_CHECK(parse_number(h + 124, 12, &size) == 0, LADLE_ERROR_IO,
+    LADLE_CHECK(parse_number(h + 124, 12, &size) == 0, LADLE_ERROR_CORRUPT_DATA,
                 "%s: header at byte %lld: bad size field \"%.12s\"", path, (long long)pos,
                 (const char *)h + 124);
     char type = (char)h[156];
@@ -205,11 +205,11 @@ ladle_status ladle__tar_scan(const char *path, ladle__tar_visit_fn visit, void *
     int has_data = !(type >= '1' && type <= '6');
     int64_t data_at = pos + BLOCK;
     if (!has_data) size = 0;
-    LADLE_CHECK(size <= file_size - data_at, LADLE_ERROR_IO,
+    LADLE_CHECK(size <= file_size - data_at, LADLE_ERROR_CORRUPT_DATA,
                 "%s: truncated: the entry at byte %lld has %lld bytes of data but the file ends at byte %lld",
                 path, (long long)pos, (long long)size, (long long)file_size);
     int64_t next = data_at + (size + BLOCK - 1) / BLOCK * BLOCK;
-    LADLE_CHECK(next <= file_size, LADLE_ERROR_IO,
+    LADLE_CHECK(next <= file_size, LADLE_ERROR_CORRUPT_DATA,
                 "%s: truncated: the padding of the entry at byte %lld ends at byte %lld, past the end of the "
                 "file (%lld bytes)",
                 path, (long long)pos, (long long)next, (long long)file_size);

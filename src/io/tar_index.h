@@ -65,7 +65,10 @@ typedef struct ladle__tar_file {
 typedef ladle_status (*ladle__tar_visit_fn)(void *ctx, const ladle__tar_file *file);
 
 /* Reads the headers of the tar `path` and calls visit for each regular file.
- * Errors (see the header comment) name `path` and the byte offset. */
+ * Errors (see the header comment) name `path` and the byte offset:
+ * LADLE_ERROR_IO when the file cannot be opened or read, LADLE_ERROR_CORRUPT_DATA
+ * when it is not a well-formed tar (checksum, size field, pax record,
+ * truncation). */
 ladle_status ladle__tar_scan(const char *path, ladle__tar_visit_fn visit, void *ctx);
 
 /* Splits a member name into key and extension: returns 1 and sets *key_len

@@ -290,7 +290,7 @@ static void test_corrupt(void) {
   memcpy(bad, good, full);
   bad[1024 + 1] ^= 0x20; /* "b.jpg" -> "B.jpg" */
   write_file(path, bad, full);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "header at byte 1024: checksum mismatch"));
 
   /* Bad size field. */
@@ -301,24 +301,24 @@ static void test_corrupt(void) {
   for (int i = 0; i < 512; i++) sum += bad[1024 + i];
   snprintf((char *)bad + 1024 + 148, 8, "%06o", sum);
   write_file(path, bad, full);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "header at byte 1024: bad size field"));
 
   /* Truncated inside the data of b.jpg, inside its padding, inside a header. */
   write_file(path, good, 1024 + 512 + 700);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "truncated: the entry at byte 1024 has 1500 bytes"));
   write_file(path, good, 1024 + 512 + 1500);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "truncated: the padding of the entry at byte 1024"));
   write_file(path, good, 1024 + 100);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "ends inside the header at byte 1024"));
 
   /* Not a tar at all; a missing file. */
   memset(bad, 'x', full);
   write_file(path, bad, full);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "header at byte 0"));
   CHECK(ladle__tar_scan(tpath("nope.tar"), count_only, &n) == LADLE_ERROR_IO);
   CHECK(error_has("nope.tar", "No such file"));
@@ -331,11 +331,11 @@ static void test_corrupt(void) {
   uint8_t *saved = malloc(w.len);
   memcpy(saved, w.buf, w.len);
   write_file(path, saved, w.len);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "pax header at byte 0: malformed record"));
   saved[512] = '1'; /* restore "1x path=x.jpg" */
   write_file(path, saved, pax_len);
-  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_IO);
+  CHECK(ladle__tar_scan(path, count_only, &n) == LADLE_ERROR_CORRUPT_DATA);
   CHECK(error_has(path, "ends after the extended header at byte 0"));
   free(saved);
   free(w.buf);

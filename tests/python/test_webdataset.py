@@ -233,16 +233,16 @@ def test_corrupt_truncated_and_missing_tars_are_named(tmp_path):
     raw[second + 1] ^= 0x01  # a name byte: the checksum no longer matches
     open(path, "wb").write(raw)
     graph = lambda p: (lambda: fn.readers.webdataset(paths=[str(p)], ext=["bin"], name="R"))
-    with pytest.raises(ladle.Error, match=rf"bad\.tar: header at byte {second}: checksum mismatch"):
+    with pytest.raises(ladle.CorruptDataError, match=rf"bad\.tar: header at byte {second}: checksum mismatch"):
         run_pipe(graph(path), batch_size=1, iterations=1)
 
     good = write_tar(tmp_path / "short.tar", members, fmt=tarfile.USTAR_FORMAT)
     raw = open(good, "rb").read()
     open(good, "wb").write(raw[:512 * 4 + 100])  # inside the data of the second member
-    with pytest.raises(ladle.Error, match=r"short\.tar: truncated"):
+    with pytest.raises(ladle.CorruptDataError, match=r"short\.tar: truncated"):
         run_pipe(graph(good), batch_size=1, iterations=1)
 
-    with pytest.raises(ladle.Error, match=r"nope\.tar: No such file"):
+    with pytest.raises(ladle.ReadError, match=r"nope\.tar: No such file"):
         run_pipe(graph(tmp_path / "nope.tar"), batch_size=1, iterations=1)
 
 
@@ -256,7 +256,7 @@ def test_tar_changed_after_build_fails_naming_it(tmp_path):
         pipe.build()
         with open(path, "r+b") as f:
             f.truncate(1024)
-        with pytest.raises(ladle.Error, match=r"shrinks\.tar changed since it was indexed"):
+        with pytest.raises(ladle.ReadError, match=r"shrinks\.tar changed since it was indexed"):
             for _ in range(3):
                 pipe.run()
     finally:
