@@ -172,6 +172,20 @@ LADLE_API int ladle_batch_is_dense(const ladle_batch *batch);
 LADLE_API ladle_status ladle_batch_wait(const ladle_batch *batch, void *stream);
 
 /**
+ * A batch over memory the caller owns, without a copy: `num_samples` samples
+ * of one shape (`sample_shape`, ndim values) stored back to back at `data`,
+ * in host memory (LADLE_DEVICE_CPU) or in the memory of CUDA device
+ * `device_id` (LADLE_DEVICE_CUDA). When the last reference goes,
+ * `release(release_ctx)` is called (from whichever thread drops it, possibly
+ * a pipeline's), so the owner can free the memory; release may be NULL. The
+ * caller must have finished writing the data in stream order before a
+ * pipeline reads it (see ladle_pipeline_cuda_stream). `layout` may be NULL.
+ */
+LADLE_API ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int ndim, const int64_t *sample_shape,
+                                        const char *layout, ladle_device device, int device_id, void *data,
+                                        void (*release)(void *release_ctx), void *release_ctx, ladle_batch **out);
+
+/**
  * Creates a CPU batch of `num_samples` samples with the given shapes
  * (num_samples * ndim values) and copies `data` (the samples back to back)
  * into it. `layout` may be NULL. The new batch has one reference, owned by
@@ -377,6 +391,13 @@ LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch 
  * be called from any thread, also while another thread waits in run().
  */
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
+
+/**
+ * The CUDA stream (a cudaStream_t) the pipeline's GPU work runs on, or NULL
+ * when it has no GPU operators or is not built. A producer of fed GPU data
+ * orders its writes before this stream (DLPack's `stream` argument does).
+ */
+LADLE_API void *ladle_pipeline_cuda_stream(const ladle_pipeline *pipeline);
 
 /* What a reader knows about its epoch (DALI's reader metadata). */
 typedef struct ladle_reader_meta {

@@ -6,6 +6,7 @@
 #include <Python.h>
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -26,6 +27,9 @@ static int PyModule_AddObjectRef(PyObject *m, const char *name, PyObject *value)
   return 0;
 }
 #endif
+
+/* Calls the DLPack deleters of fed tensors whose batches are gone (below). */
+static void run_deferred_deleters(void);
 
 /* ------------------------------------------------------------------------ */
 /* Exceptions                                                                 */
@@ -377,6 +381,7 @@ static PyObject *batch_wrap(ladle_batch *b) {
 static void batch_dealloc(BatchObject *self) {
   ladle_batch_release(self->batch);
   PyObject_Free(self);
+  run_deferred_deleters(); /* a fed tensor's, if that was its last reference */
 }
 
 static int check_index(ladle_batch *b, Py_ssize_t i) {
@@ -1061,6 +1066,7 @@ static void pipeline_dealloc(PipelineObject *self) {
 static PyObject *pipeline_close(PipelineObject *self, PyObject *unused) {
   if (self->busy) return raise_format(LADLE_ERROR_STATE, "the pipeline is in use by another thread");
   pipeline_destroy(self);
+  run_deferred_deleters();
   Py_RETURN_NONE;
 }
 
@@ -1215,6 +1221,7 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
   st = n > 0 ? ladle_pipeline_run(self->pipe, outputs) : ladle_pipeline_build(self->pipe);
   Py_END_ALLOW_THREADS
   self->busy = 0;
+  run_deferred_deleters();
   if (st != LADLE_OK) {
     PyMem_Free(outputs);
     return raise_status(st);
@@ -1313,6 +1320,11 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
                        ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "operators", ops);
 }
 
+static PyObject *pipeline_cuda_stream(PipelineObject *self, PyObject *unused) {
+  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  return PyLong_FromVoidPtr(ladle_pipeline_cuda_stream(self->pipe));
+}
+
 static PyObject *pipeline_get_num_outputs(PipelineObject *self, void *closure) {
   if (pipeline_ready(self) < 0) return NULL;
   return PyLong_FromLong(ladle_pipeline_num_outputs(self->pipe));
@@ -1335,6 +1347,8 @@ static PyMethodDef pipeline_methods[] = {
     {"set_position", (PyCFunction)pipeline_set_position, METH_O,
      "set_position(iteration): the next run() returns that iteration."},
     {"close", (PyCFunction)pipeline_close, METH_NOARGS, "close(): stops and frees the pipeline. Idempotent."},
+    {"cuda_stream", (PyCFunction)pipeline_cuda_stream, METH_NOARGS,
+     "cuda_stream() -> int: the cudaStream_t of the pipeline's GPU work, 0 without one (built pipelines)."},
     {"stats", (PyCFunction)pipeline_stats, METH_NOARGS,
      "stats() -> dict: iterations, prepare_seconds, wait_seconds and per-operator seconds so far."},
     {NULL},
@@ -1524,6 +1538,134 @@ done:
   return result;
 }
 
+/* --- DLPack import ---------------------------------------------------------
+ * A fed tensor's memory stays its producer's: the batch wraps it and, when
+ * the last reference goes (often on a pipeline's thread, without the GIL),
+ * its DLPack deleter is queued here and called later by a thread that holds
+ * the GIL (a producer's deleter may need it: NumPy's takes it, which would
+ * deadlock against a thread that holds it while joining a pipeline). */
+static pthread_mutex_t dead_lock = PTHREAD_MUTEX_INITIALIZER;
+
+typedef struct dead_node {
+  DLManagedTensor *tensor;
+  struct dead_node *next;
+} dead_node;
+static dead_node *dead_list;
+
+static void defer_deleter(void *ctx) {
+  dead_node *n = malloc(sizeof *n);
+  DLManagedTensor *t = ctx;
+  if (!n) { /* no memory for the queue: leaking the tensor beats calling into Python here */
+    return;
+  }
+  n->tensor = t;
+  pthread_mutex_lock(&dead_lock);
+  n->next = dead_list;
+  dead_list = n;
+  pthread_mutex_unlock(&dead_lock);
+}
+
+/* Calls the queued deleters; the caller holds the GIL. */
+static void run_deferred_deleters(void) {
+  pthread_mutex_lock(&dead_lock);
+  dead_node *n = dead_list;
+  dead_list = NULL;
+  pthread_mutex_unlock(&dead_lock);
+  while (n) {
+    dead_node *next = n->next;
+    if (n->tensor->deleter) n->tensor->deleter(n->tensor);
+    free(n);
+    n = next;
+  }
+}
+
+static int dtype_from_dl(DLDataType t, ladle_dtype *out) {
+  if (t.lanes != 1) return -1;
+  if (t.code == kDLUInt && t.bits == 8) *out = LADLE_UINT8;
+  else if (t.code == kDLInt && t.bits == 32) *out = LADLE_INT32;
+  else if (t.code == kDLInt && t.bits == 64) *out = LADLE_INT64;
+  else if (t.code == kDLFloat && t.bits == 32) *out = LADLE_FLOAT32;
+  else if (t.code == kDLFloat && t.bits == 16) *out = LADLE_FLOAT16;
+  else return -1;
+  return 0;
+}
+
+static PyObject *mod_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw) {
+  static char *kwlist[] = {"tensor", "stream", "layout", NULL};
+  PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL;
+  const char *layout = NULL;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Oz:batch_from_dlpack", kwlist, &obj, &stream, &layout)) return NULL;
+  run_deferred_deleters();
+  if (stream == Py_None) {
+    capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
+  } else {
+    PyObject *no_args = PyTuple_New(0), *kwargs = Py_BuildValue("{s:O}", "stream", stream);
+    PyObject *method = PyObject_GetAttrString(obj, "__dlpack__");
+    if (no_args && kwargs && method) capsule = PyObject_Call(method, no_args, kwargs);
+    Py_XDECREF(no_args);
+    Py_XDECREF(kwargs);
+    Py_XDECREF(method);
+  }
+  if (!capsule) return NULL;
+  DLManagedTensor *mt = PyCapsule_GetPointer(capsule, "dltensor");
+  if (!mt) goto done;
+  const DLTensor *t = &mt->dl_tensor;
+  ladle_dtype dtype;
+  if (dtype_from_dl(t->dtype, &dtype) < 0) {
+    raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                 "batch_from_dlpack: element type (code %d, %d bits, %d lanes) is not a ladle dtype (use uint8, "
+                 "int32, int64, float16 or float32)",
+                 (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
+    goto done;
+  }
+  if (t->ndim < 1 || t->ndim > LADLE_MAX_NDIM + 1) {
+    raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                 "batch_from_dlpack: expects a tensor [num_samples, ...] of 1 to %d dimensions, got %d",
+                 LADLE_MAX_NDIM + 1, (int)t->ndim);
+    goto done;
+  }
+  if (t->strides) { /* row-major and compact, or it cannot be a batch without a copy */
+    int64_t expect = 1;
+    for (int d = t->ndim - 1; d >= 0; d--) {
+      if (t->shape[d] != 1 && t->strides[d] != expect) {
+        raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                     "batch_from_dlpack: the tensor is not contiguous (make it so first, e.g. .contiguous())");
+        goto done;
+      }
+      expect *= t->shape[d];
+    }
+  }
+  ladle_device device;
+  if (t->device.device_type == kDLCPU || t->device.device_type == kDLCUDAHost) {
+    device = LADLE_DEVICE_CPU;
+  } else if (t->device.device_type == kDLCUDA) {
+    device = LADLE_DEVICE_CUDA;
+  } else {
+    raise_format(LADLE_ERROR_UNSUPPORTED, "batch_from_dlpack: memory of DLPack device type %d is not supported",
+                 (int)t->device.device_type);
+    goto done;
+  }
+  if (t->shape[0] > INT32_MAX) {
+    raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: too many samples (%lld)", (long long)t->shape[0]);
+    goto done;
+  }
+  /* The batch takes the tensor over: the capsule must no longer delete it. */
+  if (PyCapsule_SetName(capsule, "used_dltensor") < 0) goto done;
+  ladle_batch *b = NULL;
+  ladle_status st = ladle_batch_wrap(dtype, (int)t->shape[0], t->ndim - 1, t->shape + 1, layout, device,
+                                     t->device.device_id, (uint8_t *)t->data + t->byte_offset, defer_deleter, mt,
+                                     &b);
+  if (st != LADLE_OK) {
+    PyCapsule_SetName(capsule, "dltensor"); /* the capsule deletes it after all */
+    raise_status(st);
+    goto done;
+  }
+  result = batch_wrap(b);
+done:
+  Py_DECREF(capsule);
+  return result;
+}
+
 static PyMethodDef module_methods[] = {
     {"version", mod_version, METH_NOARGS, "version() -> str: the loaded library's version."},
     {"version_number", mod_version_number, METH_NOARGS, "version_number() -> int: MAJOR*10000+MINOR*100+PATCH."},
@@ -1533,6 +1675,10 @@ static PyMethodDef module_methods[] = {
      "batch_from_buffer(buffer, shapes=None, layout=None) -> _Batch: copies a C-contiguous buffer into a new "
      "CPU batch. Without shapes the buffer is [N, ...]; with shapes (one tuple per sample) it holds the "
      "samples back to back."},
+    {"batch_from_dlpack", (PyCFunction)(void (*)(void))mod_batch_from_dlpack, METH_VARARGS | METH_KEYWORDS,
+     "batch_from_dlpack(tensor, stream=None, layout=None) -> _Batch: wraps a contiguous [N, ...] tensor "
+     "(anything with __dlpack__: NumPy, PyTorch on the CPU or a CUDA device) without a copy; `stream` is "
+     "passed to __dlpack__ so that the producer orders its writes before that CUDA stream."},
     {NULL},
 };
 

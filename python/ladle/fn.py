@@ -241,13 +241,13 @@ _populate()
 
 
 # DALI's external_source arguments ladle accepts and has no use for.
-_EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "no_copy", "blocking", "prefetch_queue_depth",
-                               "parallel", "repeat_last"})
+_EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "blocking", "prefetch_queue_depth", "parallel",
+                               "repeat_last"})
 _generated_external_source = globals()["external_source"]  # made by _populate() from the schema
 
 
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
-                    batch=True, batch_info=False, **kwargs):
+                    batch=True, batch_info=False, no_copy=False, **kwargs):
     """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None,
     cycle=None, batch=True, batch_info=False)
 
@@ -267,9 +267,12 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
     iterable is iterated again only with cycle="raise"; cycle=True (or
     "quiet") restarts it without ending the epoch.
 
+    Fed arrays and tensors are copied unless no_copy=True (then they must not
+    change until their iteration has run; see Pipeline.feed_input).
+
     ndim defaults to len(layout), else 3; layout defaults to "HWC" for ndim 3.
     Encoded files (JPEG bytes) are dtype=UINT8, ndim=1. DALI's parallel,
-    no_copy and the like are accepted and ignored (with a warning).
+    cuda_stream and the like are accepted and ignored (with a warning).
     """
     pipe = Pipeline.current()
     if pipe is None:
@@ -295,7 +298,7 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
         layout = "HWC" if ndim == 3 else ""
     node = _generated_external_source(device=device, name=name, dtype=types.UINT8 if dtype is None else dtype,
                                       ndim=int(ndim), layout=layout)
-    pipe._add_source(node.name, source, cycle, bool(batch), bool(batch_info))
+    pipe._add_source(node.name, source, cycle, bool(batch), bool(batch_info), bool(no_copy))
     return node
 
 

@@ -12,6 +12,8 @@ import os
 import threading
 import warnings
 
+import numpy as np
+
 from . import _ladle, types
 from .tensors import TensorList, as_tensor_list
 
@@ -171,25 +173,47 @@ class _Source:
             self.epoch += 1
 
 
-def _as_batch(data, layout):
-    """A _Batch for feed_input (see there)."""
+def _as_batch(data, layout, cuda_stream=0, copy=True):
+    """A _Batch for feed_input (see there). NumPy arrays and torch tensors of
+    [N, ...] go in through DLPack, copied first unless `copy` is False (a CUDA
+    tensor is ordered before `cuda_stream`); a list of samples is copied into
+    one batch; ladle's own TensorLists are taken as they are."""
+    layout = None if layout is None else str(layout)
     if isinstance(data, TensorList):
         return data._batch
     if isinstance(data, _ladle._Batch):
         return data
-    if type(data).__module__.startswith("torch"):
-        data = _torch_to_numpy(data)
-    elif isinstance(data, (list, tuple)):
-        data = [_torch_to_numpy(x) if type(x).__module__.startswith("torch") else x for x in data]
-    return as_tensor_list(data, layout=None if layout is None else str(layout))._batch
+    if _is_torch(data):
+        import torch
+
+        t = data.detach()
+        t = t.clone(memory_format=torch.contiguous_format) if copy else t.contiguous()
+        return _ladle.batch_from_dlpack(t, stream=_dlpack_stream(t, cuda_stream), layout=layout)
+    if isinstance(data, np.ndarray) and data.ndim >= 1 and data.dtype.name in _ZERO_COPY_TYPES \
+            and (copy or data.flags["C_CONTIGUOUS"]):
+        return _ladle.batch_from_dlpack(np.array(data, order="C", copy=True) if copy else data, layout=layout)
+    if isinstance(data, (list, tuple)):
+        data = [x.detach().cpu().numpy() if _is_torch(x) else x for x in data]
+    return as_tensor_list(data, layout=layout)._batch
 
 
-def _torch_to_numpy(t):
-    if t.device.type != "cpu":
-        raise _ladle.UnsupportedError(
-            "feed_input: torch tensors on the GPU cannot be fed yet; feed CPU tensors, or a ladle TensorList "
-            "(the output of a device=\"gpu\" operator) to a device=\"gpu\" source")
-    return t.detach().numpy()
+_ZERO_COPY_TYPES = frozenset({"uint8", "int32", "int64", "float16", "float32"})
+
+
+def _is_torch(x):
+    return type(x).__module__.startswith("torch") and hasattr(x, "detach")
+
+
+
+def _dlpack_stream(tensor, cuda_stream):
+    """DLPack's stream argument: CUDA tensors are ordered before the
+    pipeline's stream; CPU tensors need none."""
+    if tensor.device.type != "cuda":
+        return None
+    if not cuda_stream:
+        raise _ladle.InvalidArgumentError(
+            "feed_input: a CUDA tensor needs a device=\"gpu\" external_source (this pipeline has no GPU work)")
+    return cuda_stream
 
 
 class DataNode:
@@ -321,6 +345,7 @@ class Pipeline:
         self._readers = []
         self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
+        self._no_copy = {}  # external_source name -> its no_copy
         self._num_outputs = 0
         self._built = False
 
@@ -391,20 +416,26 @@ class Pipeline:
             self._readers.append(name)
         return first, name
 
-    def _add_source(self, name, source, cycle=None, batch=True, batch_info=False):
+    def _add_source(self, name, source, cycle=None, batch=True, batch_info=False, no_copy=False):
         self._sources[name] = (_Source(name, source, cycle, batch, batch_info, self._batch_size)
                                if source is not None else None)
+        self._no_copy[name] = bool(no_copy)
 
     def feed_input(self, data_node, data, layout=None):
         """Queues `data` for the external_source `data_node` (its DataNode or
         name): one batch, used by one iteration, first in first out. `data` is
         a list of arrays (one dtype and rank; shapes may differ), an [N, ...]
-        array, CPU torch tensors, or a TensorList (taken without a copy; a GPU
-        one for a device="gpu" source); 1 <= N <= batch_size."""
+        NumPy array or torch tensor (a CUDA one for a device="gpu" source), or
+        a ladle TensorList; 1 <= N <= batch_size. Arrays and tensors are copied
+        (so the caller may reuse them at once) unless the source was made with
+        no_copy=True: then they are taken as they are and must not change until
+        the iteration has run. TensorLists are never copied."""
         name = data_node.name if isinstance(data_node, DataNode) else str(data_node)
         if name not in self._sources:
             raise _ladle.InvalidArgumentError(f"feed_input: no external_source named {name!r} in the pipeline")
-        self._handle().feed(name, _as_batch(data, layout))
+        handle = self._handle()
+        handle.build()  # the CUDA stream that fed GPU tensors are ordered before exists from here
+        handle.feed(name, _as_batch(data, layout, handle.cuda_stream(), copy=not self._no_copy.get(name, False)))
 
     def _feed_from_sources(self):
         """Tops up the batches drawn from `source`s and not yet consumed to

@@ -110,6 +110,12 @@ void ladle_batch_retain(ladle_batch *b) { atomic_fetch_add(&b->refs, 1); }
 void ladle_batch_release(ladle_batch *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   ladle__pool *meta_pool = b->meta_pool, *data_pool = b->data_pool;
+  if (!data_pool) { /* wrapped memory: its owner frees it */
+    if (b->release) b->release(b->release_ctx);
+    ladle__pool_free(meta_pool, b->meta_block);
+    ladle__pool_release(meta_pool);
+    return;
+  }
 #ifdef LADLE_HAVE_CUDA
   ladle__cuda_event_destroy(b->ready_event);
   if (b->device == LADLE_DEVICE_CUDA)
@@ -175,4 +181,55 @@ ladle_status ladle_batch_create_cpu(ladle_dtype dtype, int num_samples, int ndim
   if (data) memcpy(b->data, data, b->offsets[num_samples]);
   *out = b;
   return LADLE_OK;
+}
+
+ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int ndim, const int64_t *sample_shape,
+                              const char *layout, ladle_device device, int device_id, void *data,
+                              void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
+  ladle_status st = LADLE_OK;
+  ladle__block *meta = NULL;
+  pthread_once(&external_pool_once, make_external_pool);
+  LADLE_CHECK(external_pool, LADLE_ERROR_OUT_OF_MEMORY, "cannot create the host pool");
+  LADLE_CHECK(out && (data || num_samples == 0) && (sample_shape || ndim == 0), LADLE_ERROR_INVALID_ARGUMENT,
+              "NULL argument");
+  LADLE_CHECK(num_samples >= 0 && ndim >= 0 && ndim <= LADLE_MAX_NDIM, LADLE_ERROR_INVALID_ARGUMENT,
+              "bad batch geometry: %d samples of %d dimensions", num_samples, ndim);
+  LADLE_CHECK(ladle_dtype_size(dtype) > 0, LADLE_ERROR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
+  LADLE_CHECK(device == LADLE_DEVICE_CPU || device == LADLE_DEVICE_CUDA, LADLE_ERROR_INVALID_ARGUMENT,
+              "wrapped memory must be host (CPU) or CUDA device memory, got device kind %d", (int)device);
+  size_t sample_bytes = ladle_dtype_size(dtype);
+  for (int d = 0; d < ndim; d++) {
+    LADLE_CHECK(sample_shape[d] >= 0, LADLE_ERROR_INVALID_ARGUMENT, "negative extent %lld",
+                (long long)sample_shape[d]);
+    sample_bytes *= (size_t)sample_shape[d];
+  }
+  size_t shape_bytes = sizeof(int64_t) * (size_t)num_samples * (size_t)ndim;
+  size_t offset_bytes = sizeof(size_t) * ((size_t)num_samples + 1);
+  LADLE_TRY(ladle__pool_alloc(external_pool, sizeof(ladle_batch) + shape_bytes + offset_bytes, &meta));
+  ladle_batch *b = meta->data;
+  memset(b, 0, sizeof *b);
+  b->shapes = (int64_t *)(b + 1);
+  b->offsets = (size_t *)((uint8_t *)b->shapes + shape_bytes);
+  for (int i = 0; i < num_samples; i++) {
+    if (ndim) memcpy(b->shapes + (size_t)i * ndim, sample_shape, sizeof(int64_t) * (size_t)ndim);
+    b->offsets[i] = (size_t)i * sample_bytes;
+  }
+  b->offsets[num_samples] = (size_t)num_samples * sample_bytes;
+  b->dtype = dtype;
+  b->ndim = ndim;
+  b->num_samples = num_samples;
+  b->dense = 1;
+  b->data = data;
+  b->device = device;
+  b->device_id = device == LADLE_DEVICE_CUDA ? device_id : 0;
+  ladle__batch_set_layout(b, layout);
+  atomic_init(&b->refs, 1);
+  b->meta_pool = external_pool;
+  b->meta_block = meta;
+  b->release = release;
+  b->release_ctx = release_ctx;
+  ladle__pool_retain(external_pool);
+  *out = b;
+done:
+  return st;
 }

@@ -25,6 +25,10 @@ struct ladle_batch {
   int consumed;                    /* 1 once consumer_stream is set */
   ladle__pool *meta_pool, *data_pool;
   ladle__block *meta_block, *data_block;
+  /* Memory owned outside (ladle_batch_wrap): no data pool or block; this is
+   * called instead when the last reference goes. */
+  void (*release)(void *ctx);
+  void *release_ctx;
 };
 
 /* A batch with the given shapes (num_samples * ndim values), its data taken

@@ -353,6 +353,11 @@ int ladle_pipeline_num_outputs(const ladle_pipeline *p) { return p->num_outputs;
 
 int ladle_pipeline_num_ops(const ladle_pipeline *p) { return p ? p->num_nodes : 0; }
 
+void *ladle_pipeline_cuda_stream(const ladle_pipeline *p) {
+  ladle__gpu *g = p && p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  return g ? g->stream : NULL;
+}
+
 ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, ladle_op_stats *stats) {
   if (!p || !stats) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   if (index < 0 || index >= p->num_nodes)

@@ -165,6 +165,32 @@ static void test_worker_priority(void) {
 }
 #endif
 
+static void count_release(void *ctx) { ++*(int *)ctx; }
+
+/* A batch over the caller's memory: no copy, dense sample offsets, and the
+ * owner's release called once, with the last reference. */
+static void test_wrapped_batch(void) {
+  static float data[3 * 2 * 5];
+  int released = 0;
+  int64_t shape[2] = {2, 5};
+  ladle_batch *b = NULL;
+  CHECK_OK(ladle_batch_wrap(LADLE_FLOAT32, 3, 2, shape, "HW", LADLE_DEVICE_CPU, 0, data, count_release, &released, &b));
+  CHECK(ladle_batch_num_samples(b) == 3 && ladle_batch_ndim(b) == 2 && ladle_batch_is_dense(b));
+  CHECK(ladle_batch_data(b, 0) == (void *)data && ladle_batch_data(b, 2) == (void *)(data + 20));
+  CHECK(ladle_batch_shape(b, 1)[0] == 2 && ladle_batch_shape(b, 1)[1] == 5);
+  CHECK(strcmp(ladle_batch_layout(b), "HW") == 0 && ladle_batch_device(b) == LADLE_DEVICE_CPU);
+  ladle_batch_retain(b);
+  ladle_batch_release(b);
+  CHECK(released == 0);
+  ladle_batch_release(b);
+  CHECK(released == 1);
+  CHECK(ladle_batch_wrap(LADLE_FLOAT32, 1, 1, shape, NULL, LADLE_DEVICE_CUDA_HOST, 0, data, NULL, NULL, &b) ==
+        LADLE_ERROR_INVALID_ARGUMENT);
+  int64_t negative[1] = {-1};
+  CHECK(ladle_batch_wrap(LADLE_UINT8, 1, 1, negative, NULL, LADLE_DEVICE_CPU, 0, data, NULL, NULL, &b) ==
+        LADLE_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_batches(void) {
   int64_t shapes[6] = {2, 3, 3, 2, 3, 3};
   uint8_t data[36];
@@ -200,5 +226,6 @@ int main(void) {
   RUN(test_worker_priority);
 #endif
   RUN(test_batches);
+  RUN(test_wrapped_batch);
   TEST_MAIN_END();
 }

@@ -301,3 +301,60 @@ def test_sources_are_drawn_prefetch_queue_depth_ahead_in_every_epoch():
                 pipe.run()
     finally:
         pipe.close()
+
+
+def test_fed_arrays_are_copied_unless_no_copy():
+    import gc
+    import weakref
+
+    torch = pytest.importorskip("torch")
+    for no_copy in (False, True):
+        pipe = ladle.Pipeline(batch_size=2, num_threads=1)
+        with pipe:
+            x = fn.external_source(name="x", ndim=2, layout="", no_copy=no_copy)
+            pipe.set_outputs(x)
+        try:
+            a = np.arange(2 * 3 * 4, dtype=np.uint8).reshape(2, 3, 4)
+            alive = weakref.ref(a)
+            pipe.feed_input("x", a)
+            pointer = a.ctypes.data
+            a[:] = 7  # a caller reusing its buffer
+            del a
+            (out,) = pipe.run()
+            assert (out.data_ptr(0) == pointer) == no_copy
+            expected = np.full((2, 3, 4), 7, np.uint8) if no_copy else np.arange(24, dtype=np.uint8).reshape(2, 3, 4)
+            assert np.array_equal(out.as_array(), expected)
+            if no_copy:  # the batch keeps the array alive, and lets it go with its last reference
+                assert alive() is not None
+                del out
+                gc.collect()
+                assert alive() is None
+            t = torch.arange(8, dtype=torch.int32).view(2, 4).to(torch.uint8).view(2, 2, 2)[:, :, :1].squeeze(2)
+            pipe.feed_input("x", t.view(2, 2, 1).expand(2, 2, 3))  # not contiguous: made so
+            (out,) = pipe.run()
+            assert out.as_array().tolist() == [[[0, 0, 0], [2, 2, 2]], [[4, 4, 4], [6, 6, 6]]]
+        finally:
+            pipe.close()
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not cuda_usable(), reason="needs a CUDA device")
+def test_cuda_tensors_feed_a_gpu_source():
+    torch = pytest.importorskip("torch")
+    pipe = ladle.Pipeline(batch_size=4, num_threads=1, device_id=0)
+    with pipe:
+        x = fn.external_source(name="x", device="gpu", ndim=3, no_copy=True)
+        pipe.set_outputs(fn.flip(x, horizontal=1, vertical=0))
+    try:
+        for _ in range(3):
+            t = torch.randint(0, 256, (4, 5, 6, 3), dtype=torch.uint8, device="cuda")
+            expected = t.flip(2).cpu().numpy()
+            t.mul_(1)  # work queued on torch's stream that the pipeline must wait for
+            pipe.feed_input("x", t)
+            (out,) = pipe.run()
+            assert out.device == "gpu"
+            assert np.array_equal(out.as_cpu().as_array(), expected)
+        with pytest.raises(ladle.InvalidArgumentError, match="takes GPU batches"):
+            pipe.feed_input("x", torch.zeros((1, 2, 2, 3), dtype=torch.uint8))
+    finally:
+        pipe.close()
