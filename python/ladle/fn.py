@@ -249,13 +249,13 @@ _generated_external_source = globals()["external_source"]  # made by _populate()
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
                     batch=True, batch_info=False, no_copy=False, **kwargs):
     """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None,
-    cycle=None, batch=True, batch_info=False)
+    cycle=None, batch=True, batch_info=False, no_copy=False)
 
     Data the application supplies, one batch per iteration: fed with
     ``pipe.feed_input(name, data)`` or drawn from `source`, a callable or an
     iterable returning one batch per call: a list of arrays (shapes may
-    differ), an [N, ...] array, CPU torch tensors, or a ladle TensorList
-    (taken without a copy; a GPU one for device="gpu"). A batch holds 1 to
+    differ), an [N, ...] NumPy array or torch tensor (CUDA for
+    device="gpu"), or a ladle TensorList (taken as it is). A batch holds 1 to
     batch_size samples. A callable that takes an argument gets the batch's
     index in the epoch (types.BatchInfo with batch_info=True). With
     batch=False the source gives one sample per call instead: a callable gets
