@@ -86,7 +86,7 @@ ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_
   /* Workers run at a lower CPU priority than the threads that create them, so
    * that when they burst on every core a training loop's Python thread (which
    * launches the GPU work) still runs at once: measured on the H200 machine,
-   * ResNet-18 trained 15% faster with 12 workers at +10 (bench/README.md). */
+   * ResNet-18 trained 15% faster with 12 workers at +10 (README.md, "Measured"). */
   const char *nice = getenv("LADLE_WORKER_NICE");
   pool->nice = nice ? atoi(nice) : DEFAULT_WORKER_NICE;
   for (int i = 0; i < num_threads; i++) {

@@ -390,7 +390,7 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g) {
     }
     /* One copy of the whole CPU share, which the crop kernel below places:
      * a copy per image would cost a driver call each, and the training loop
-     * contends for the driver (see bench/README.md). */
+     * contends for the driver (README.md, "Measured"). */
     uint8_t *dev_staging = NULL;
     LADLE_TRY(ladle__gpu_device_scratch(g, cpu_bytes, (void **)&dev_staging));
     LADLE_TRY(ladle__cuda_copy(dev_staging, work.staging, cpu_bytes, g->stream));
