@@ -303,3 +303,9 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
 
 
 external_source.schema = _generated_external_source.schema
+
+
+# fn.readers.tfrecord takes and returns dicts (DALI's features=): a wrapper over the generated operator.
+from . import tfrecord as _tfrecord  # noqa: E402
+
+_tfrecord._install(_namespace(["readers"]))

@@ -6,6 +6,7 @@
 
 extern const ladle__op_def ladle__op_readers_file;
 extern const ladle__op_def ladle__op_readers_webdataset;
+extern const ladle__op_def ladle__op_readers_tfrecord;
 extern const ladle__op_def ladle__op_decoders_image;
 extern const ladle__op_def ladle__op_decoders_image_random_crop;
 extern const ladle__op_def ladle__op_resize;
@@ -22,6 +23,7 @@ extern const ladle__op_def ladle__op_external_source;
 static const ladle__op_def *const registry[] = {
     &ladle__op_readers_file,
     &ladle__op_readers_webdataset,
+    &ladle__op_readers_tfrecord,
     &ladle__op_decoders_image,
     &ladle__op_decoders_image_random_crop,
     &ladle__op_resize,
