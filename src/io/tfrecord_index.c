@@ -313,7 +313,7 @@ done:
 ladle_status ladle__tfrecord_example_find(const uint8_t *example, size_t size, const char *const *names,
                                           int num_names, ladle__tfrecord_feature *out) {
   ladle_status st = LADLE_OK;
-  pb ex = {example, example + size};
+  pb ex = {example, example ? example + size : NULL};
   pb_field f, g;
   int more;
   for (int k = 0; k < num_names; k++) out[k] = (ladle__tfrecord_feature){NULL, 0};
@@ -364,9 +364,9 @@ static ladle_status decode_list(const uint8_t *d, size_t n, ladle__tfrecord_kind
         *bytes += 4;
       }
     } else {
-      pb packed = {f.data, f.data + f.size};
-      uint64_t v = f.varint;
       if (f.wire != WIRE_VARINT && f.wire != WIRE_LEN) continue;
+      pb packed = {f.data, f.data ? f.data + f.size : NULL}; /* a varint field has no data */
+      uint64_t v = f.varint;
       while (f.wire == WIRE_VARINT || packed.p < packed.end) {
         LADLE_CHECK(f.wire == WIRE_VARINT || pb_varint(&packed, &v) == 0, LADLE_ERROR_CORRUPT_DATA,
                     "malformed protobuf: truncated varint in a packed int64 list");
@@ -387,13 +387,13 @@ done:
 ladle_status ladle__tfrecord_feature_decode(ladle__tfrecord_feature feat, ladle__tfrecord_kind *kind, int64_t *count,
                                             int64_t *bytes, void *dst) {
   ladle_status st = LADLE_OK;
-  pb r = {feat.data, feat.data + feat.size};
   pb_field f;
   int more;
   const uint8_t *from = feat.data; /* where the last oneof member's first occurrence starts */
   *kind = LADLE__TFRECORD_NONE;
   *count = *bytes = 0;
   if (!feat.data) return LADLE_OK;
+  pb r = {feat.data, feat.data + feat.size};
   /* First pass: the kind and the sizes, written nowhere (an earlier, replaced
    * member may be larger than dst). */
   for (;;) {
