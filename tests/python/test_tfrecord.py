@@ -334,3 +334,20 @@ def test_the_c_lists_directly_give_the_same_dict(imagenet_like):
     with pytest.raises(ladle.InvalidArgumentError, match="type \"int32\" is not one of"):
         run_pipe(lambda: fn.readers.tfrecord(path=files, feature_names=["index"], feature_types=["int32"]),
                  batch_size=1, iterations=1)
+
+
+def test_dynamic_reader_yields_dicts(tmp_path):
+    import ladle.dynamic as ldd
+    from ladle import tfrecord as tfrec
+
+    path = str(tmp_path / "d.tfrecord")
+    write_tfrecord(path, [example({"label": int64_feature(i), "v": float_feature(i / 2, 1.0)}) for i in range(5)])
+    reader = ldd.readers.TFRecord(path=[path], features={"label": tfrec.FixedLenFeature([1], tfrec.int64),
+                                                         "v": tfrec.VarLenFeature(tfrec.float32)})
+    for _ in range(2):  # two epochs, each exactly the five records
+        batches = list(reader.next_epoch(batch_size=2))
+        assert [sorted(b) for b in batches] == [["label", "v"]] * 3
+        labels = [int(x) for b in batches for x in np.asarray(b["label"]).ravel()]
+        assert labels == [0, 1, 2, 3, 4]
+        assert np.asarray(batches[0]["v"]).tolist() == [[0.0, 1.0], [0.5, 1.0]]
+    reader.close()

@@ -100,7 +100,10 @@ def _populate():
     rnd = _namespace(["random"])
     rnd.set_seed = _exec.set_seed
     rnd.get_seed = _exec.get_seed
-    _namespace(["readers"]).Reader = Reader
+    readers = _namespace(["readers"])
+    readers.Reader = Reader
+    if hasattr(readers, "Tfrecord"):
+        readers.TFRecord = readers.Tfrecord  # DALI's spelling
 
 
 _populate()

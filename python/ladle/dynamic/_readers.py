@@ -1,6 +1,8 @@
 """Readers of ladle.dynamic: stateful objects that hand out one epoch at a
 time, each built on a Pipeline holding only the reader."""
 
+import inspect
+
 from .. import _ladle
 from ..pipeline import Pipeline
 from . import _exec
@@ -33,7 +35,11 @@ class Reader:
 
     def __init__(self, **kwargs):
         public = f"ladle.dynamic.{self._public_name()}"
+        # The arguments fn's function takes: the schema's, plus any its Python
+        # wrapper adds (fn.readers.tfrecord's features).
         specs = {a["name"] for a in self._schema["args"]}
+        specs |= {p for p in inspect.signature(_exec._fn_op(self._op_name)).parameters if p not in ("inputs",
+                                                                                                   "device", "name")}
         for key in kwargs:
             if key not in specs:
                 raise _ladle.InvalidArgumentError(
@@ -47,6 +53,7 @@ class Reader:
         self._sample_mode = None
         self._epoch = 0
         self._meta = None
+        self._keys = None  # output names, for readers whose fn function returns a dict
 
     @classmethod
     def _public_name(cls):
@@ -61,6 +68,9 @@ class Reader:
                 # padding is cut off below unless the user asked for it.
                 op = _exec._fn_op(self._op_name)
                 outs = op(name=_NAME, **dict(self._kwargs, pad_last_batch=True))
+                if isinstance(outs, dict):  # outputs by name (readers.tfrecord): batches come as dicts too
+                    self._keys = list(outs)
+                    outs = tuple(outs.values())
                 pipe.set_outputs(*(outs if isinstance(outs, tuple) else (outs,)))
             pipe.build()
             self._meta = pipe.reader_meta(_NAME)
@@ -135,9 +145,13 @@ class Reader:
             outs = tuple(b._take(take) for b in outs)
             if self._sample_mode:
                 for i in range(take):
-                    yield tuple(b.tensors[i] for b in outs)
+                    yield self._shaped(tuple(b.tensors[i] for b in outs))
             else:
-                yield outs
+                yield self._shaped(outs)
+
+    def _shaped(self, outs):
+        """A tuple of outputs, or a dict when the reader names its outputs."""
+        return dict(zip(self._keys, outs)) if self._keys else outs
 
     def close(self):
         if self._pipe is not None:
