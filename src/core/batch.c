@@ -57,11 +57,13 @@ void ladle__batch_set_layout(ladle_batch *b, const char *layout) {
   if (layout) strncpy(b->layout, layout, sizeof b->layout - 1);
 }
 
-ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool, ladle_dtype dtype,
-                                 int num_samples, int ndim, const int64_t *shapes,
-                                 const char *layout, ladle_batch **out) {
+/* A batch without its data, from meta_pool: the header, the shapes (one per
+ * sample, or `shapes[0..ndim)` for every sample when one_shape) and the byte
+ * offsets they give. The caller sets data, device and the owner of the data. */
+static ladle_status new_header(ladle__pool *meta_pool, ladle_dtype dtype, int num_samples, int ndim,
+                               const int64_t *shapes, int one_shape, const char *layout, ladle_batch **out) {
   ladle_status st = LADLE_OK;
-  ladle__block *meta = NULL, *data = NULL;
+  ladle__block *meta = NULL;
   LADLE_CHECK(num_samples >= 0 && ndim >= 0 && ndim <= LADLE_MAX_NDIM, LADLE_ERROR_INVALID_ARGUMENT,
               "bad batch geometry: %d samples of %d dimensions", num_samples, ndim);
   LADLE_CHECK(ladle_dtype_size(dtype) > 0, LADLE_ERROR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
@@ -72,7 +74,9 @@ ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool,
   memset(b, 0, sizeof *b);
   b->shapes = (int64_t *)(b + 1);
   b->offsets = (size_t *)((uint8_t *)b->shapes + shape_bytes);
-  memcpy(b->shapes, shapes, shape_bytes);
+  if (!one_shape) memcpy(b->shapes, shapes, shape_bytes);
+  for (int i = 0; one_shape && ndim && i < num_samples; i++)
+    memcpy(b->shapes + (size_t)i * ndim, shapes, sizeof(int64_t) * (size_t)ndim);
   b->dtype = dtype;
   b->ndim = ndim;
   b->num_samples = num_samples;
@@ -87,17 +91,11 @@ ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool,
       b->dense = 0;
   }
   b->offsets[num_samples] = total;
-  LADLE_TRY(ladle__pool_alloc(data_pool, total, &data));
-  b->data = data->data;
-  b->device = ladle__pool_device(data_pool);
   ladle__batch_set_layout(b, layout);
   atomic_init(&b->refs, 1);
   b->meta_pool = meta_pool;
-  b->data_pool = data_pool;
   b->meta_block = meta;
-  b->data_block = data;
   ladle__pool_retain(meta_pool);
-  ladle__pool_retain(data_pool);
   *out = b;
   return LADLE_OK;
 done:
@@ -105,15 +103,42 @@ done:
   return st;
 }
 
+/* Frees what new_header made. */
+static void free_header(ladle_batch *b) {
+  ladle__pool *meta_pool = b->meta_pool;
+  ladle__pool_free(meta_pool, b->meta_block);
+  ladle__pool_release(meta_pool);
+}
+
+ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool, ladle_dtype dtype,
+                                 int num_samples, int ndim, const int64_t *shapes,
+                                 const char *layout, ladle_batch **out) {
+  ladle_batch *b = NULL;
+  ladle__block *data = NULL;
+  ladle_status st = new_header(meta_pool, dtype, num_samples, ndim, shapes, 0, layout, &b);
+  if (st != LADLE_OK) return st;
+  st = ladle__pool_alloc(data_pool, b->offsets[num_samples], &data);
+  if (st != LADLE_OK) {
+    free_header(b);
+    return st;
+  }
+  b->data = data->data;
+  b->device = ladle__pool_device(data_pool);
+  b->data_pool = data_pool;
+  b->data_block = data;
+  ladle__pool_retain(data_pool);
+  *out = b;
+  return LADLE_OK;
+}
+
 void ladle_batch_retain(ladle_batch *b) { atomic_fetch_add(&b->refs, 1); }
 
 void ladle_batch_release(ladle_batch *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
-  ladle__pool *meta_pool = b->meta_pool, *data_pool = b->data_pool;
+  ladle__pool *data_pool = b->data_pool;
   if (!data_pool) { /* wrapped memory: its owner frees it */
     if (b->release) b->release(b->release_ctx);
-    ladle__pool_free(meta_pool, b->meta_block);
-    ladle__pool_release(meta_pool);
+    free_header(b);
     return;
   }
 #ifdef LADLE_HAVE_CUDA
@@ -125,9 +150,8 @@ void ladle_batch_release(ladle_batch *b) {
 #else
   ladle__pool_free(data_pool, b->data_block);
 #endif
-  ladle__pool_free(meta_pool, b->meta_block);
+  free_header(b);
   ladle__pool_release(data_pool);
-  ladle__pool_release(meta_pool);
 }
 
 int ladle_batch_num_samples(const ladle_batch *b) { return b->num_samples; }
@@ -187,48 +211,19 @@ ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int ndim, cons
                               const char *layout, ladle_device device, int device_id, void *data,
                               void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
   ladle_status st = LADLE_OK;
-  ladle__block *meta = NULL;
+  ladle_batch *b = NULL;
   pthread_once(&external_pool_once, make_external_pool);
   LADLE_CHECK(external_pool, LADLE_ERROR_OUT_OF_MEMORY, "cannot create the host pool");
   LADLE_CHECK(out && (data || num_samples == 0) && (sample_shape || ndim == 0), LADLE_ERROR_INVALID_ARGUMENT,
               "NULL argument");
-  LADLE_CHECK(num_samples >= 0 && ndim >= 0 && ndim <= LADLE_MAX_NDIM, LADLE_ERROR_INVALID_ARGUMENT,
-              "bad batch geometry: %d samples of %d dimensions", num_samples, ndim);
-  LADLE_CHECK(ladle_dtype_size(dtype) > 0, LADLE_ERROR_INVALID_ARGUMENT, "bad dtype %d", (int)dtype);
   LADLE_CHECK(device == LADLE_DEVICE_CPU || device == LADLE_DEVICE_CUDA, LADLE_ERROR_INVALID_ARGUMENT,
               "wrapped memory must be host (CPU) or CUDA device memory, got device kind %d", (int)device);
-  size_t sample_bytes = ladle_dtype_size(dtype);
-  for (int d = 0; d < ndim; d++) {
-    LADLE_CHECK(sample_shape[d] >= 0, LADLE_ERROR_INVALID_ARGUMENT, "negative extent %lld",
-                (long long)sample_shape[d]);
-    sample_bytes *= (size_t)sample_shape[d];
-  }
-  size_t shape_bytes = sizeof(int64_t) * (size_t)num_samples * (size_t)ndim;
-  size_t offset_bytes = sizeof(size_t) * ((size_t)num_samples + 1);
-  LADLE_TRY(ladle__pool_alloc(external_pool, sizeof(ladle_batch) + shape_bytes + offset_bytes, &meta));
-  ladle_batch *b = meta->data;
-  memset(b, 0, sizeof *b);
-  b->shapes = (int64_t *)(b + 1);
-  b->offsets = (size_t *)((uint8_t *)b->shapes + shape_bytes);
-  for (int i = 0; i < num_samples; i++) {
-    if (ndim) memcpy(b->shapes + (size_t)i * ndim, sample_shape, sizeof(int64_t) * (size_t)ndim);
-    b->offsets[i] = (size_t)i * sample_bytes;
-  }
-  b->offsets[num_samples] = (size_t)num_samples * sample_bytes;
-  b->dtype = dtype;
-  b->ndim = ndim;
-  b->num_samples = num_samples;
-  b->dense = 1;
+  LADLE_TRY(new_header(external_pool, dtype, num_samples, ndim, sample_shape, 1, layout, &b));
   b->data = data;
   b->device = device;
   b->device_id = device == LADLE_DEVICE_CUDA ? device_id : 0;
-  ladle__batch_set_layout(b, layout);
-  atomic_init(&b->refs, 1);
-  b->meta_pool = external_pool;
-  b->meta_block = meta;
   b->release = release;
   b->release_ctx = release_ctx;
-  ladle__pool_retain(external_pool);
   *out = b;
 done:
   return st;
