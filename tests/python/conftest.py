@@ -22,6 +22,17 @@ def cuda_usable():
     return bool(info.get("cuda_compiled")) and int(info.get("cuda_devices", 0)) > 0
 
 
+def sample_jpegs():
+    """The package's 32 sample JPEGs as (class index, bytes), sorted."""
+    root = ladle.sample_data_root()
+    out = []
+    for label, cls in enumerate(sorted(os.listdir(root))):
+        for f in sorted(os.listdir(os.path.join(root, cls))):
+            with open(os.path.join(root, cls, f), "rb") as fh:
+                out.append((label, fh.read()))
+    return out
+
+
 def requires_ops(*names):
     """Skips a test until the C library registers every operator in `names`."""
     missing = [n for n in names if n not in op_schemas()]

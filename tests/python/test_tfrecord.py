@@ -6,7 +6,6 @@ value-count and type errors, a corrupted data CRC, a truncated file, and
 sharding and shuffling through the sampler."""
 
 import io
-import os
 import struct
 
 import numpy as np
@@ -17,7 +16,7 @@ import ladle
 import ladle.tfrecord as tfrec
 from ladle import fn, types
 
-from conftest import requires_ops
+from conftest import requires_ops, sample_jpegs
 
 pytestmark = requires_ops("readers.tfrecord")
 
@@ -94,17 +93,6 @@ def write_tfrecord(path, records):
             length = struct.pack("<Q", len(data))
             f.write(length + struct.pack("<I", masked_crc(length)) + data + struct.pack("<I", masked_crc(data)))
     return str(path), offsets
-
-
-def sample_jpegs():
-    """The package's 32 sample JPEGs as (class index, bytes), sorted."""
-    root = ladle.sample_data_root()
-    out = []
-    for label, cls in enumerate(sorted(os.listdir(root))):
-        for f in sorted(os.listdir(os.path.join(root, cls))):
-            with open(os.path.join(root, cls, f), "rb") as fh:
-                out.append((label, fh.read()))
-    return out
 
 
 def run_pipe(graph, batch_size, iterations, **pipe_args):

@@ -4,7 +4,6 @@ alternatives, sharding and shuffling, missing components, corrupt archives,
 and a decode pipeline over the reader's output."""
 
 import io
-import os
 import struct
 import tarfile
 
@@ -15,7 +14,7 @@ from PIL import Image
 import ladle
 from ladle import fn, types
 
-from conftest import requires_ops
+from conftest import requires_ops, sample_jpegs
 
 pytestmark = requires_ops("readers.webdataset")
 
@@ -28,17 +27,6 @@ def write_tar(path, members, fmt=tarfile.PAX_FORMAT):
             info.size = len(data)
             t.addfile(info, io.BytesIO(data))
     return str(path)
-
-
-def sample_jpegs():
-    """The package's 32 sample JPEGs as (class index, bytes), sorted."""
-    root = ladle.sample_data_root()
-    out = []
-    for label, cls in enumerate(sorted(os.listdir(root))):
-        for f in sorted(os.listdir(os.path.join(root, cls))):
-            with open(os.path.join(root, cls, f), "rb") as fh:
-                out.append((label, fh.read()))
-    return out
 
 
 @pytest.fixture
