@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -1551,6 +1552,7 @@ typedef struct dead_node {
   struct dead_node *next;
 } dead_node;
 static dead_node *dead_list;
+static atomic_int dead_pending; /* dead_list is not empty: lets the common case skip the lock */
 
 static void defer_deleter(void *ctx) {
   dead_node *n = malloc(sizeof *n);
@@ -1562,14 +1564,17 @@ static void defer_deleter(void *ctx) {
   pthread_mutex_lock(&dead_lock);
   n->next = dead_list;
   dead_list = n;
+  atomic_store(&dead_pending, 1);
   pthread_mutex_unlock(&dead_lock);
 }
 
 /* Calls the queued deleters; the caller holds the GIL. */
 static void run_deferred_deleters(void) {
+  if (!atomic_load(&dead_pending)) return; /* every batch_dealloc calls this */
   pthread_mutex_lock(&dead_lock);
   dead_node *n = dead_list;
   dead_list = NULL;
+  atomic_store(&dead_pending, 0);
   pthread_mutex_unlock(&dead_lock);
   while (n) {
     dead_node *next = n->next;
