@@ -233,17 +233,30 @@ typedef struct ladle_value {
 #define LADLE_ON_GPU 2u   /* inputs and outputs in device memory */
 #define LADLE_ON_MIXED 4u /* inputs in host memory, outputs in device memory */
 
-/* One argument of an operator's schema. */
+/* One argument of an operator's schema. Rows are written with named fields
+ * (src/ops/op.h has the shorthands); a field left out is 0/NULL. */
 typedef struct ladle_arg_schema {
   const char *name;
   ladle_arg_type type;
-  int has_default;       /* 0: the argument is required or optional-without-default */
-  int required;          /* 1: must be given */
-  ladle_value default_value;
-  int per_sample;        /* 1: may be a node giving one value per sample */
-  double min, max;       /* inclusive range for numbers and list elements; min > max: none */
+  ladle_value default_value; /* count 0: no default (the argument is optional, or required) */
+  int required;              /* 1: must be given */
+  int per_sample;            /* 1: a tensor argument: may be a node giving one value per sample (DALI's
+                                DataNode arguments); its per-sample values get the same checks */
+  int has_range;             /* 1: numbers (and list elements) must lie in [min, max] */
+  double min, max;
+  const char *const *choices; /* string arguments: the accepted values, NULL-terminated (matched without
+                                 regard to case); NULL: any string */
+  int no_effect;             /* 1: accepted for DALI scripts and cannot change results here (a memory or
+                                speed hint); the doc says why */
   const char *doc;
 } ladle_arg_schema;
+
+/* What an operator is, as bits (ladle_op_schema.flags). */
+#define LADLE_OP_RANDOM 1u      /* draws random numbers: one stream per (seed, operator, epoch, sample) */
+#define LADLE_OP_READER 2u      /* produces the samples of an epoch (readers.*): has an epoch and a position */
+#define LADLE_OP_MOVES_DATA 4u  /* only moves data between devices (.gpu()): takes no random stream */
+#define LADLE_OP_EXTERNAL 8u    /* its batches are fed by the application (external_source) */
+#define LADLE_OP_STATEFUL 16u   /* keeps state across iterations beyond its position (none today) */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {
@@ -253,6 +266,7 @@ typedef struct ladle_op_schema {
   int num_outputs;       /* < 0: one output per element of the list argument
                             args[-1 - num_outputs] (readers.webdataset's ext) */
   unsigned devices;      /* LADLE_ON_* bits */
+  unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
   const ladle_arg_schema *args;
 } ladle_op_schema;
@@ -263,6 +277,22 @@ LADLE_API int ladle_op_count(void);
 LADLE_API const ladle_op_schema *ladle_op_get(int i);
 /** The schema named `name`, or NULL. Static. */
 LADLE_API const ladle_op_schema *ladle_op_find(const char *name);
+/**
+ * The arguments every operator takes besides its own (DALI's base schema):
+ * `seed` (honoured by random operators: their draws come from (seed,
+ * epoch, sample) instead of the pipeline's seed and the operator's
+ * position) and hints that cannot change results. `*count` gets their
+ * number. Static.
+ */
+LADLE_API const ladle_arg_schema *ladle_op_common_args(int *count);
+/**
+ * DALI's deprecated operator names (fn.image_decoder, fn.coin_flip, ...):
+ * alias i (0 <= i < ladle_op_alias_count()) is the name returned, and
+ * *target gets the name of the operator it stands for; NULL past the end.
+ * add_op takes either name. Static.
+ */
+LADLE_API int ladle_op_alias_count(void);
+LADLE_API const char *ladle_op_alias_get(int i, const char **target);
 
 /* ------------------------------------------------------------------------ */
 /* Thread pools                                                               */

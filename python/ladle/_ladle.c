@@ -82,6 +82,10 @@ static PyObject *raise_message(ladle_status st, PyObject *message) {
 static PyObject *raise_status(ladle_status st) {
   const char *text = ladle_last_error();
   if (!text || !*text) text = ladle_status_description(st);
+  /* A Python user called no C function: drop the "ladle_pipeline_run: " a
+   * message starts with. */
+  size_t skip = strspn(text, "abcdefghijklmnopqrstuvwxyz0123456789_");
+  if (strncmp(text, "ladle_", 6) == 0 && text[skip] == ':' && text[skip + 1] == ' ') text += skip + 2;
   /* Messages carry file paths, which need not be UTF-8. */
   return raise_message(st, PyUnicode_DecodeUTF8(text, (Py_ssize_t)strlen(text), "backslashreplace"));
 }
@@ -638,9 +642,19 @@ static PyObject *bad_value(const ladle_op_schema *op, const ladle_arg_schema *as
                       as->name, ladle_arg_type_name(as->type), Py_TYPE(obj)->tp_name, obj, why);
 }
 
-/* One Python number as an int64 for an int-like argument. */
+/* One Python number as an int64 for an int-like argument: ints, bools (as
+ * DALI takes them) and floats with an integral value. */
 static int to_int(const ladle_op_schema *op, const ladle_arg_schema *as, PyObject *obj, int64_t *out) {
-  if (PyBool_Check(obj) || PyFloat_Check(obj) || PyUnicode_Check(obj) || !PyIndex_Check(obj)) {
+  if (PyFloat_Check(obj)) {
+    double v = PyFloat_AS_DOUBLE(obj);
+    if (!(v == floor(v) && fabs(v) < 9.2e18)) {
+      bad_value(op, as, obj, " (not a whole number)");
+      return -1;
+    }
+    *out = (int64_t)v;
+    return 0;
+  }
+  if (PyUnicode_Check(obj) || !PyIndex_Check(obj)) {
     bad_value(op, as, obj, "");
     return -1;
   }
@@ -821,26 +835,65 @@ static PyObject *bound_to_py(ladle_arg_type type, double x) {
   return PyFloat_FromDouble(x);
 }
 
+static PyObject *strings_to_py(const char *const *strings) {
+  if (!strings) Py_RETURN_NONE;
+  PyObject *list = PyList_New(0);
+  for (int i = 0; list && strings[i]; i++) {
+    PyObject *s = PyUnicode_FromString(strings[i]);
+    if (!s || PyList_Append(list, s) < 0) Py_CLEAR(list);
+    Py_XDECREF(s);
+  }
+  return list;
+}
+
 static PyObject *arg_schema_to_dict(const ladle_arg_schema *a) {
-  int has_range = a->min <= a->max;
-  PyObject *def = a->has_default ? value_to_py(&a->default_value) : Py_NewRef(Py_None);
-  PyObject *lo = has_range ? bound_to_py(a->type, a->min) : Py_NewRef(Py_None);
-  PyObject *hi = has_range ? bound_to_py(a->type, a->max) : Py_NewRef(Py_None);
+  int has_default = a->default_value.count > 0;
+  PyObject *def = has_default ? value_to_py(&a->default_value) : Py_NewRef(Py_None);
+  PyObject *lo = a->has_range ? bound_to_py(a->type, a->min) : Py_NewRef(Py_None);
+  PyObject *hi = a->has_range ? bound_to_py(a->type, a->max) : Py_NewRef(Py_None);
+  PyObject *choices = strings_to_py(a->choices);
   PyObject *d = NULL;
-  if (def && lo && hi)
-    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "name", a->name, "type",
+  if (def && lo && hi && choices)
+    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "name", a->name, "type",
                       ladle_arg_type_name(a->type), "type_id", (int)a->type, "required", a->required ? Py_True : Py_False,
-                      "has_default", a->has_default ? Py_True : Py_False, "default", def, "per_sample",
-                      a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "doc", a->doc ? a->doc : "");
+                      "has_default", has_default ? Py_True : Py_False, "default", def, "per_sample",
+                      a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "choices", choices, "no_effect",
+                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "");
   Py_XDECREF(def);
   Py_XDECREF(lo);
   Py_XDECREF(hi);
+  Py_XDECREF(choices);
   return d;
 }
 
+static PyObject *arg_schemas_to_list(const ladle_arg_schema *args, int count) {
+  PyObject *list = PyList_New(0);
+  for (int a = 0; list && a < count; a++) {
+    PyObject *ad = arg_schema_to_dict(&args[a]);
+    if (!ad || PyList_Append(list, ad) < 0) Py_CLEAR(list);
+    Py_XDECREF(ad);
+  }
+  return list;
+}
+
 static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
-  PyObject *devices = PyList_New(0), *args = PyList_New(0), *d = NULL;
-  if (!devices || !args) goto done;
+  PyObject *devices = PyList_New(0), *args = arg_schemas_to_list(s->args, s->num_args), *flags = PyList_New(0);
+  PyObject *d = NULL;
+  if (!devices || !args || !flags) goto done;
+  static const struct {
+    unsigned bit;
+    const char *name;
+  } flag_bits[] = {{LADLE_OP_RANDOM, "random"}, {LADLE_OP_READER, "reader"}, {LADLE_OP_MOVES_DATA, "moves_data"},
+                   {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"}};
+  for (size_t k = 0; k < sizeof flag_bits / sizeof flag_bits[0]; k++) {
+    if (!(s->flags & flag_bits[k].bit)) continue;
+    PyObject *name = PyUnicode_FromString(flag_bits[k].name);
+    if (!name || PyList_Append(flags, name) < 0) {
+      Py_XDECREF(name);
+      goto done;
+    }
+    Py_DECREF(name);
+  }
   static const struct {
     unsigned bit;
     const char *name;
@@ -854,20 +907,13 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  for (int a = 0; a < s->num_args; a++) {
-    PyObject *ad = arg_schema_to_dict(&s->args[a]);
-    if (!ad || PyList_Append(args, ad) < 0) {
-      Py_XDECREF(ad);
-      goto done;
-    }
-    Py_DECREF(ad);
-  }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O}", "name", s->name, "doc", s->doc ? s->doc : "", "min_inputs",
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O}", "name", s->name, "doc", s->doc ? s->doc : "", "min_inputs",
                     s->min_inputs, "max_inputs", s->max_inputs, "num_outputs", s->num_outputs, "devices", devices,
-                    "args", args);
+                    "flags", flags, "args", args);
 done:
   Py_XDECREF(devices);
   Py_XDECREF(args);
+  Py_XDECREF(flags);
   return d;
 }
 
@@ -1072,18 +1118,16 @@ static PyObject *pipeline_close(PipelineObject *self, PyObject *unused) {
 }
 
 /* Finds argument `name` of `op`, or raises an error listing the valid names. */
+/* The schema row of argument `name`: the operator's own or a common one.
+ * NULL for a name neither has: the library then reports it (it is the only
+ * judge of names), so the value only needs some type. */
 static const ladle_arg_schema *find_arg(const ladle_op_schema *op, const char *name) {
   for (int a = 0; a < op->num_args; a++)
     if (strcmp(op->args[a].name, name) == 0) return &op->args[a];
-  PyObject *names = PyUnicode_FromString("");
-  for (int a = 0; a < op->num_args && names; a++) {
-    PyObject *joined = PyUnicode_FromFormat("%U%s%s", names, a ? ", " : "", op->args[a].name);
-    Py_SETREF(names, joined);
-  }
-  if (names) {
-    raise_format(LADLE_ERROR_INVALID_ARGUMENT, "%s: unknown argument '%s' (arguments: %U)", op->name, name, names);
-    Py_DECREF(names);
-  }
+  int count = 0;
+  const ladle_arg_schema *common = ladle_op_common_args(&count);
+  for (int a = 0; a < count; a++)
+    if (strcmp(common[a].name, name) == 0) return &common[a];
   return NULL;
 }
 
@@ -1138,8 +1182,12 @@ static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject 
       goto done;
     }
     const ladle_arg_schema *as = find_arg(op, name);
-    if (!as) goto done;
     cargs[i].name = name;
+    if (!as) { /* reported by ladle_pipeline_add_op */
+      cargs[i].node = -1;
+      cargs[i].value = (ladle_value){LADLE_ARG_INT, 1, {.i = 0}};
+      continue;
+    }
     cargs[i].node = -1;
     if (PyObject_TypeCheck(value, &NodeRefType)) {
       cargs[i].node = ((NodeRefObject *)value)->id;
@@ -1387,6 +1435,23 @@ static PyObject *mod_version_number(PyObject *m, PyObject *unused) {
 }
 
 static PyObject *mod_build_info(PyObject *m, PyObject *unused) { return PyUnicode_FromString(ladle_build_info()); }
+
+static PyObject *mod_op_common_args(PyObject *m, PyObject *unused) {
+  int count = 0;
+  const ladle_arg_schema *args = ladle_op_common_args(&count);
+  return arg_schemas_to_list(args, count);
+}
+
+static PyObject *mod_op_aliases(PyObject *m, PyObject *unused) {
+  PyObject *d = PyDict_New();
+  const char *alias, *target;
+  for (int i = 0; d && (alias = ladle_op_alias_get(i, &target)); i++) {
+    PyObject *t = PyUnicode_FromString(target);
+    if (!t || PyDict_SetItemString(d, alias, t) < 0) Py_CLEAR(d);
+    Py_XDECREF(t);
+  }
+  return d;
+}
 
 static PyObject *mod_op_schemas(PyObject *m, PyObject *unused) {
   int n = ladle_op_count();
@@ -1676,6 +1741,9 @@ static PyMethodDef module_methods[] = {
     {"version_number", mod_version_number, METH_NOARGS, "version_number() -> int: MAJOR*10000+MINOR*100+PATCH."},
     {"build_info", mod_build_info, METH_NOARGS, "build_info() -> str: the build facts as JSON text."},
     {"op_schemas", mod_op_schemas, METH_NOARGS, "op_schemas() -> list of dict: every registered operator."},
+    {"op_common_args", mod_op_common_args, METH_NOARGS,
+     "op_common_args() -> list of dict: the arguments every operator takes (seed and DALI's hints)."},
+    {"op_aliases", mod_op_aliases, METH_NOARGS, "op_aliases() -> dict: DALI's deprecated operator names -> names."},
     {"batch_from_buffer", (PyCFunction)(void (*)(void))mod_batch_from_buffer, METH_VARARGS | METH_KEYWORDS,
      "batch_from_buffer(buffer, shapes=None, layout=None) -> _Batch: copies a C-contiguous buffer into a new "
      "CPU batch. Without shapes the buffer is [N, ...]; with shapes (one tuple per sample) it holds the "

@@ -28,9 +28,8 @@ from .pipeline import DataNode, Pipeline, _check_node, op_schemas
 # Argument type numbers (ladle_arg_type).
 _INT, _FLOAT, _BOOL, _STRING, _INTS, _FLOATS, _STRINGS, _DTYPE = range(8)
 
-# DALI's arguments common to all operators that ladle does not need; dropped
-# with a warning unless an operator's schema declares them.
-_IGNORED_OP_ARGS = frozenset({"bytes_per_sample_hint", "preserve"})
+# The arguments every operator takes (seed, DALI's hints), from the library.
+_COMMON_ARGS = {a["name"]: a for a in _ladle.op_common_args()}
 
 
 def _plain(value):
@@ -79,17 +78,16 @@ def _shard_from_environment(public, kwargs):
     return dict(kwargs, shard_id=rank, num_shards=world)
 
 
-def _make_operator(schema):
+def _make_operator(schema, public=None):
     op_name = schema["name"]
-    public = "fn." + op_name
-    specs = {a["name"]: a for a in schema["args"]}
-    required = [a["name"] for a in schema["args"] if a["required"]]
+    public = public or "fn." + op_name
+    specs = dict(_COMMON_ARGS, **{a["name"]: a for a in schema["args"]})
     devices = schema["devices"]
     min_inputs, max_inputs = schema["min_inputs"], schema["max_inputs"]
     num_outputs = schema["num_outputs"]
     # num_outputs < 0: one output per element of the list argument args[-1 - num_outputs].
     outputs_per = schema["args"][-1 - num_outputs]["name"] if num_outputs < 0 else None
-    shardable = op_name.startswith("readers.") and "shard_id" in specs and "num_shards" in specs
+    shardable = "reader" in schema["flags"] and "shard_id" in specs and "num_shards" in specs
 
     def operator(*inputs, device=None, name=None, **kwargs):
         pipe = Pipeline.current()
@@ -122,31 +120,19 @@ def _make_operator(schema):
 
         if shardable:
             kwargs = _shard_from_environment(public, kwargs)
+        # The library judges names, types, ranges and choices; here values
+        # only become what the extension takes.
         args = []
         for key, value in kwargs.items():
-            spec = specs.get(key)
-            if spec is None:
-                if key in _IGNORED_OP_ARGS:
-                    warnings.warn(f"{public}: ladle ignores the DALI argument {key!r}", stacklevel=2)
-                    continue
-                valid = ", ".join(specs) or "none"
-                raise _ladle.InvalidArgumentError(
-                    f"{public}: unknown argument {key!r}; valid arguments: {valid}"
-                )
             if value is None:
                 continue
             if isinstance(value, DataNode):
-                if not spec["per_sample"]:
-                    raise _ladle.InvalidArgumentError(
-                        f"{public}: argument {key!r} must be a constant; it cannot be a DataNode"
-                    )
                 _check_node(pipe, value, f"{public}: argument {key!r}")
                 args.append((key, _ladle.NodeRef(value._id)))
+            elif key in specs:
+                args.append((key, _convert(public, specs[key], value)))
             else:
-                args.append((key, _convert(public, spec, value)))
-        missing = [k for k in required if kwargs.get(k) is None]
-        if missing:
-            raise _ladle.InvalidArgumentError(f"{public}: missing required argument(s): {', '.join(missing)}")
+                args.append((key, _plain(value)))
 
         first, instance = pipe._add_op(op_name, device, inputs, args, name)
         out_device = "cpu" if device == "cpu" else "gpu"
@@ -177,9 +163,12 @@ def _docstring(public, schema):
     n = schema["num_outputs"]
     outputs = str(n) if n >= 1 else f"one per element of {schema['args'][-1 - n]['name']!r}"
     lines.append(f"Inputs: {inputs}. Outputs: {outputs}. Devices: {', '.join(schema['devices'])}.")
-    if schema["args"]:
-        lines += ["", "Keyword arguments:"]
-        for a in schema["args"]:
+    for title, arg_list in (("Keyword arguments:", schema["args"]),
+                            ("Arguments every operator takes:", list(_COMMON_ARGS.values()))):
+        if not arg_list:
+            continue
+        lines += ["", title]
+        for a in arg_list:
             facts = [a["type"]]
             if a["required"]:
                 facts.append("required")
@@ -189,8 +178,12 @@ def _docstring(public, schema):
                 facts.append("optional")
             if a["min"] is not None:
                 facts.append(f"range [{a['min']}, {a['max']}]")
+            if a["choices"]:
+                facts.append("one of " + ", ".join(repr(c) for c in a["choices"]))
             if a["per_sample"]:
                 facts.append("may be a DataNode (per sample)")
+            if a["no_effect"]:
+                facts.append("accepted, no effect here")
             lines.append(f"  {a['name']} ({', '.join(facts)})")
             if a["doc"]:
                 lines.append(f"      {a['doc'].strip()}")
@@ -231,10 +224,30 @@ def _namespace(path):
     return namespace(sys.modules[__name__], path)
 
 
+def deprecated_alias(public, target, function):
+    """`function` under DALI's old name `public`, warning as DALI does."""
+    def alias(*args, **kwargs):
+        warnings.warn(f"{public} is deprecated; use {target} (DALI's name)", DeprecationWarning, stacklevel=2)
+        return function(*args, **kwargs)
+
+    alias.__name__ = public.rsplit(".", 1)[-1]
+    alias.__doc__ = f"Deprecated name of {target}.\n\n" + (function.__doc__ or "")
+    alias.__signature__ = getattr(function, "__signature__", None)
+    alias.schema = getattr(function, "schema", None)
+    return alias
+
+
 def _populate():
     for name in sorted(op_schemas()):
         *path, short = name.split(".")
         setattr(_namespace(path), short, _make_operator(op_schemas()[name]))
+
+
+def _populate_aliases():
+    for alias, target in _ladle.op_aliases().items():
+        *path, short = target.split(".")
+        setattr(_namespace(alias.split(".")[:-1]), alias.rsplit(".", 1)[-1],
+                deprecated_alias("fn." + alias, "fn." + target, getattr(_namespace(path), short)))
 
 
 _populate()
@@ -309,3 +322,5 @@ external_source.schema = _generated_external_source.schema
 from . import tfrecord as _tfrecord  # noqa: E402
 
 _tfrecord._install(_namespace(["readers"]))
+
+_populate_aliases()  # last: fn.tfrecord_reader stands for the wrapper above

@@ -410,9 +410,16 @@ class Pipeline:
                 name += "_"
         elif name in self._op_names:
             raise _ladle.InvalidArgumentError(f"fn.{op_name}: an operator named {name!r} is already in the pipeline")
-        first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
+        try:
+            first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
+        except _ladle.Error as e:
+            # The library names the operator by its schema; the user called fn.<name>.
+            text = str(e)
+            if text.startswith(op_name + ": "):
+                e.args = ("fn." + text,) + e.args[1:]
+            raise
         self._op_names.add(name)
-        if op_name.startswith("readers."):
+        if "reader" in op_schemas()[op_name]["flags"]:
             self._readers.append(name)
         return first, name
 

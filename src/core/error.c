@@ -15,8 +15,13 @@ void ladle__restore_error(const char *message) {
   snprintf(last_error, sizeof last_error, "%s", message ? message : "");
 }
 
+/* Messages name the public function that failed (as libjpeg-turbo's do);
+ * the library's internal helpers (ladle__*, static functions) are not the
+ * caller's business, so their names stay out. */
+static int is_public(const char *func) { return func && strncmp(func, "ladle_", 6) == 0 && func[6] != '_'; }
+
 ladle_status ladle__set_error(ladle_status status, const char *func, const char *fmt, ...) {
-  int n = snprintf(last_error, sizeof last_error, "%s: ", func);
+  int n = is_public(func) ? snprintf(last_error, sizeof last_error, "%s: ", func) : 0;
   if (n < 0 || (size_t)n >= sizeof last_error) n = 0;
   va_list ap;
   va_start(ap, fmt);

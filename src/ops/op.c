@@ -40,6 +40,41 @@ static double source_value(const ladle__node *node, const ladle__sample *s, int 
   }
 }
 
+ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, const char *const *names) {
+  const ladle_op_schema *op = &node->def->schema;
+  for (int a = 0; a < op->num_args; a++) {
+    int src = node->args[a].source;
+    if (src < 0) continue;
+    const ladle_arg_schema *as = &op->args[a];
+    const ladle_batch *b = node->source_batches[src];
+    if (ladle_batch_device(b) != LADLE_DEVICE_CPU)
+      return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT,
+                           "argument '%s': per-sample values must be in host memory (a CPU operator's output)",
+                           as->name);
+    if (b->dtype == LADLE_FLOAT16)
+      return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s': per-sample values of type %s",
+                           as->name, ladle_dtype_name(b->dtype));
+    for (int i = 0; i < num_samples; i++) {
+      char name[LADLE_ERROR_MAX / 2] = "";
+      if (names && names[i]) snprintf(name, sizeof name, " (%s)", names[i]);
+      if (ladle__batch_sample_elems(b, i) < 1)
+        return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s': sample %d%s has no value",
+                             as->name, i, name);
+      ladle__sample s = {.slot = i};
+      double x = source_value(node, &s, src);
+      int bad = as->type == LADLE_ARG_BOOL ? !(x == 0 || x == 1) : !(x == x) || (as->has_range && (x < as->min || x > as->max));
+      if (bad && as->has_range)
+        return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT,
+                             "argument '%s' = %g for sample %d%s is out of range [%g, %g]", as->name, x, i, name,
+                             as->min, as->max);
+      if (bad)
+        return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s' = %g for sample %d%s is not %s",
+                             as->name, x, i, name, as->type == LADLE_ARG_BOOL ? "0 or 1" : "a number");
+    }
+  }
+  return LADLE_OK;
+}
+
 int64_t ladle__arg_int(const ladle__node *node, const ladle__sample *s, int arg) {
   const ladle__arg *a = &node->args[arg];
   if (a->source >= 0 && s) return (int64_t)source_value(node, s, a->source);
@@ -76,9 +111,19 @@ ladle_status ladle__scratch(ladle__node *node, const ladle__sample *s, size_t si
   return LADLE_OK;
 }
 
+/* An operator given its own seed draws from (seed, epoch, sample) alone, so
+ * that its numbers do not move when operators are added before it; the
+ * stream key 2^63 keeps it apart from every positional stream. */
 void ladle__sample_rng(const ladle__node *node, const ladle__sample *s, ladle__rng *rng) {
-  ladle__rng_init(rng, node->config->seed, (uint64_t)node->id, (uint64_t)s->ref->epoch,
-                  (uint64_t)s->ref->index);
+  if (node->seed >= 0)
+    ladle__rng_init(rng, (uint64_t)node->seed, UINT64_C(1) << 63, (uint64_t)s->ref->epoch, (uint64_t)s->ref->index);
+  else
+    ladle__rng_init(rng, node->config->seed, (uint64_t)node->id, (uint64_t)s->ref->epoch, (uint64_t)s->ref->index);
+}
+
+int ladle__arg_choice(const ladle__node *node, int arg) {
+  const ladle_arg_schema *a = &node->def->schema.args[arg];
+  return a->choices ? ladle__choice(ladle__arg_string(node, arg), a->choices, "INTERP_") : -1;
 }
 
 ladle_status ladle__op_fail(const ladle__node *node, ladle_status status, const char *fmt, ...) {
@@ -87,9 +132,11 @@ ladle_status ladle__op_fail(const ladle__node *node, ladle_status status, const 
   va_start(ap, fmt);
   vsnprintf(text, sizeof text, fmt, ap);
   va_end(ap);
-  if (node->name)
-    return ladle__set_error(status, node->def->schema.name, "(instance \"%s\") %s", node->name, text);
-  return ladle__set_error(status, node->def->schema.name, "%s", text);
+  /* Python names unnamed instances "__<op>_<k>": not the user's names. */
+  const char *op = node->def->schema.name;
+  if (node->name && strncmp(node->name, "__", 2) != 0)
+    return ladle__set_error(status, NULL, "%s: (instance \"%s\") %s", op, node->name, text);
+  return ladle__set_error(status, NULL, "%s: %s", op, text);
 }
 
 int ladle__choice(const char *text, const char *const *choices, const char *prefix) {

@@ -51,14 +51,12 @@ typedef struct ladle__out_desc {
 typedef struct ladle__gpu ladle__gpu;
 
 typedef struct ladle__op_def {
+  /* schema.flags: LADLE_OP_MOVES_DATA operators (transfer.to_gpu) take no
+   * random stream, so adding .gpu() does not change other operators' draws;
+   * a LADLE_OP_EXTERNAL operator's output is the batch the application fed:
+   * the executor takes it as is and runs nothing per sample. */
   ladle_op_schema schema;
   size_t sample_state_size;
-  /* 1 for operators that only move data (transfer.to_gpu): they take no
-   * random stream, so adding .gpu() does not change other operators' draws. */
-  int moves_data_only;
-  /* 1 for external_source: its output is a batch the application fed; the
-   * executor takes it as is and runs nothing per sample. */
-  int external;
   /* Build time: check argument combinations and input descs (node->in[k]),
    * set every node->out[k]; may set node->state. Required. */
   ladle_status (*init)(ladle__node *node);
@@ -100,6 +98,7 @@ typedef struct ladle__arg {
 struct ladle__node {
   const ladle__op_def *def;
   int id;                    /* position among the pipeline's operators that compute: keys the RNG */
+  int64_t seed;              /* the operator's own seed (the common argument `seed`), or -1 */
   unsigned device;           /* one LADLE_ON_* bit */
   char *name;                /* instance name, or NULL */
   int num_inputs;
@@ -147,6 +146,10 @@ void ladle__set_shape(ladle__node *node, const ladle__sample *s, int k, const in
 /* Argument values. The per-sample forms read the argument's node for this
  * sample when it has one; the plain forms read constants. */
 int ladle__arg_given(const ladle__node *node, int arg);
+/* The executor's check of per-sample argument values against the schema
+ * (range, bool, host memory), the same checks as constants get. `names`:
+ * the samples' names for the message, or NULL. */
+ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, const char *const *names);
 int64_t ladle__arg_int(const ladle__node *node, const ladle__sample *s, int arg);
 double ladle__arg_float(const ladle__node *node, const ladle__sample *s, int arg);
 const ladle_value *ladle__arg_value(const ladle__node *node, int arg);
@@ -185,18 +188,39 @@ void ladle__sample_rng(const ladle__node *node, const ladle__sample *s, ladle__r
 ladle_status ladle__op_fail(const ladle__node *node, ladle_status status, const char *fmt, ...)
     LADLE__PRINTF(3, 4);
 
-/* Finds `text` (case-insensitive, an optional "INTERP_"-style prefix allowed)
- * among `choices` (NULL-terminated); returns its index or -1. */
-int ladle__choice(const char *text, const char *const *choices, const char *prefix);
 
-/* Schema-building shorthands. */
-#define LADLE_NO_RANGE 1.0, 0.0
+/* Schema-building shorthands: an argument row is
+ *   {LADLE_FLOAT_ARG("crop_w", 0), .per_sample = 1, LADLE_RANGE(0, 1e9), .doc = "..."}
+ * the macro giving name, type and default, named fields the rest. */
 #define LADLE_INT_VALUE(v) {LADLE_ARG_INT, 1, {.i = (v)}}
 #define LADLE_BOOL_VALUE(v) {LADLE_ARG_BOOL, 1, {.i = (v)}}
 #define LADLE_FLOAT_VALUE(v) {LADLE_ARG_FLOAT, 1, {.f = (v)}}
 #define LADLE_STRING_VALUE(v) {LADLE_ARG_STRING, 1, {.s = (v)}}
 #define LADLE_DTYPE_VALUE(v) {LADLE_ARG_DTYPE, 1, {.i = (v)}}
 #define LADLE_FLOATS_VALUE(arr) {LADLE_ARG_FLOATS, (int)(sizeof(arr) / sizeof((arr)[0])), {.floats = (arr)}}
+#define LADLE_INTS_VALUE(arr) {LADLE_ARG_INTS, (int)(sizeof(arr) / sizeof((arr)[0])), {.ints = (arr)}}
 #define LADLE_NONE_VALUE(type) {(type), 0, {.i = 0}}
+
+#define LADLE_INT_ARG(nm, v) .name = (nm), .type = LADLE_ARG_INT, .default_value = LADLE_INT_VALUE(v)
+#define LADLE_BOOL_ARG(nm, v) .name = (nm), .type = LADLE_ARG_BOOL, .default_value = LADLE_BOOL_VALUE(v)
+#define LADLE_FLOAT_ARG(nm, v) .name = (nm), .type = LADLE_ARG_FLOAT, .default_value = LADLE_FLOAT_VALUE(v)
+#define LADLE_STRING_ARG(nm, v) .name = (nm), .type = LADLE_ARG_STRING, .default_value = LADLE_STRING_VALUE(v)
+#define LADLE_DTYPE_ARG(nm, v) .name = (nm), .type = LADLE_ARG_DTYPE, .default_value = LADLE_DTYPE_VALUE(v)
+#define LADLE_FLOATS_ARG(nm, arr) .name = (nm), .type = LADLE_ARG_FLOATS, .default_value = LADLE_FLOATS_VALUE(arr)
+#define LADLE_INTS_ARG(nm, arr) .name = (nm), .type = LADLE_ARG_INTS, .default_value = LADLE_INTS_VALUE(arr)
+/* No default: the operator decides what leaving it out means. */
+#define LADLE_OPTIONAL_ARG(nm, tp) .name = (nm), .type = (tp), .default_value = LADLE_NONE_VALUE(tp)
+#define LADLE_REQUIRED_ARG(nm, tp) LADLE_OPTIONAL_ARG(nm, tp), .required = 1
+#define LADLE_RANGE(lo, hi) .has_range = 1, .min = (lo), .max = (hi)
+/* A string argument's accepted values, e.g. LADLE_CHOICES("error", "pad"). */
+#define LADLE_CHOICES(...) .choices = (const char *const[]){__VA_ARGS__, NULL}
+
+/* Finds `text` (case-insensitive, an optional "INTERP_"-style prefix allowed)
+ * among `choices` (NULL-terminated); returns its index or -1. */
+int ladle__choice(const char *text, const char *const *choices, const char *prefix);
+
+/* The index of a string argument's value among its schema's choices (the
+ * schema checked it when the operator was added); -1 when not given. */
+int ladle__arg_choice(const ladle__node *node, int arg);
 
 #endif

@@ -1,44 +1,35 @@
-/* The registry: one line per operator. Adding an operator means writing its
- * ladle__op_def and listing it here; Python picks it up from the schema. */
+/* The registry: every operator compiled into ladle, gathered from the
+ * families' lists (ops/families.inc), and DALI's deprecated names for them.
+ * Python picks everything up from the schemas. */
 #include "ops/registry.h"
 
 #include <string.h>
 
-extern const ladle__op_def ladle__op_readers_file;
-extern const ladle__op_def ladle__op_readers_webdataset;
-extern const ladle__op_def ladle__op_readers_tfrecord;
-extern const ladle__op_def ladle__op_decoders_image;
-extern const ladle__op_def ladle__op_decoders_image_random_crop;
-extern const ladle__op_def ladle__op_resize;
-extern const ladle__op_def ladle__op_random_resized_crop;
-extern const ladle__op_def ladle__op_crop;
-extern const ladle__op_def ladle__op_flip;
-extern const ladle__op_def ladle__op_crop_mirror_normalize;
-extern const ladle__op_def ladle__op_cast;
-extern const ladle__op_def ladle__op_random_coin_flip;
-extern const ladle__op_def ladle__op_random_uniform;
-extern const ladle__op_def ladle__op_transfer_to_gpu;
-extern const ladle__op_def ladle__op_external_source;
+#define LADLE_OP(sym) extern const ladle__op_def ladle__op_##sym;
+#include "ops/families.inc"
+#undef LADLE_OP
 
 static const ladle__op_def *const registry[] = {
-    &ladle__op_readers_file,
-    &ladle__op_readers_webdataset,
-    &ladle__op_readers_tfrecord,
-    &ladle__op_decoders_image,
-    &ladle__op_decoders_image_random_crop,
-    &ladle__op_resize,
-    &ladle__op_random_resized_crop,
-    &ladle__op_crop,
-    &ladle__op_flip,
-    &ladle__op_crop_mirror_normalize,
-    &ladle__op_cast,
-    &ladle__op_random_coin_flip,
-    &ladle__op_random_uniform,
-    &ladle__op_transfer_to_gpu,
-    &ladle__op_external_source,
+#define LADLE_OP(sym) &ladle__op_##sym,
+#include "ops/families.inc"
+#undef LADLE_OP
 };
 
 #define REGISTRY_SIZE ((int)(sizeof registry / sizeof registry[0]))
+
+/* DALI's old names (still accepted by DALI 2.4, with a DeprecationWarning). */
+static const struct {
+  const char *alias, *target;
+} aliases[] = {
+    {"image_decoder", "decoders.image"},
+    {"image_decoder_random_crop", "decoders.image_random_crop"},
+    {"file_reader", "readers.file"},
+    {"tfrecord_reader", "readers.tfrecord"},
+    {"coin_flip", "random.coin_flip"},
+    {"uniform", "random.uniform"},
+};
+
+#define ALIAS_COUNT ((int)(sizeof aliases / sizeof aliases[0]))
 
 int ladle_op_count(void) { return REGISTRY_SIZE; }
 
@@ -49,12 +40,22 @@ const ladle_op_schema *ladle_op_get(int i) {
 const ladle__op_def *ladle__op_def_find(const char *name) {
   for (int i = 0; name && i < REGISTRY_SIZE; i++)
     if (strcmp(registry[i]->schema.name, name) == 0) return registry[i];
+  for (int i = 0; name && i < ALIAS_COUNT; i++)
+    if (strcmp(aliases[i].alias, name) == 0) return ladle__op_def_find(aliases[i].target);
   return NULL;
 }
 
 const ladle_op_schema *ladle_op_find(const char *name) {
   const ladle__op_def *def = ladle__op_def_find(name);
   return def ? &def->schema : NULL;
+}
+
+int ladle_op_alias_count(void) { return ALIAS_COUNT; }
+
+const char *ladle_op_alias_get(int i, const char **target) {
+  if (i < 0 || i >= ALIAS_COUNT) return NULL;
+  if (target) *target = aliases[i].target;
+  return aliases[i].alias;
 }
 
 const char *ladle_arg_type_name(ladle_arg_type type) {

@@ -15,7 +15,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "ops/external_source.h"
+#include "ops/readers/external_source.h"
 #include "pipeline/gpu.h"
 #include "pipeline/pipeline.h"
 
@@ -154,13 +154,14 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     int64_t t0 = ladle__now_ns();
-    if (n->def->external) { /* its output is the fed batch, taken by executor_main */
+    if ((n->def->schema.flags & LADLE_OP_EXTERNAL)) { /* its output is the fed batch, taken by executor_main */
       ladle_batch *fed = n->out_batches[0] = p->value_batches[n->first_output];
       if (n->device != LADLE_ON_CPU) LADLE_TRY(take_gpu_batch(gpu, fed));
       continue;
     }
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
+    if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)p->names));
     ps.node = n;
     ps.setup = 1;
     LADLE_TRY(run_pass(&ps));

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "ops/external_source.h"
+#include "ops/readers/external_source.h"
 #include "ops/registry.h"
 #include "pipeline/gpu.h"
 #include "pipeline/plan.h"
@@ -114,7 +114,17 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
 
 /* --- argument checking ----------------------------------------------------- */
 
-static int in_range(const ladle_arg_schema *a, double x) { return a->min > a->max || (x >= a->min && x <= a->max); }
+static int in_range(const ladle_arg_schema *a, double x) { return !a->has_range || (x >= a->min && x <= a->max); }
+
+/* "a", "b" or "c": a string argument's choices, for a message. */
+static const char *choice_list(const char *const *choices, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; choices[i] && len + 4 < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s\"%s\"", i == 0 ? "" : choices[i + 1] ? ", " : " or ",
+                            choices[i]);
+  return buf;
+}
 
 /* Copies `given` into `out` as the schema's type, converting where the
  * conversion loses nothing (an int where a float is wanted, a scalar where a
@@ -156,11 +166,16 @@ static ladle_status convert_value(const ladle_op_schema *op, const ladle_arg_sch
                   "%s: argument '%s' = %g is out of range [%g, %g]", op->name, a->name, out->u.f,
                   a->min, a->max);
       break;
-    case LADLE_ARG_STRING:
+    case LADLE_ARG_STRING: {
       if (t != LADLE_ARG_STRING) WRONG_TYPE();
-      out->u.s = strdup(given->u.s ? given->u.s : "");
+      const char *s = given->u.s ? given->u.s : "";
+      char buf[256];
+      LADLE_CHECK(!a->choices || ladle__choice(s, a->choices, "INTERP_") >= 0, LADLE_ERROR_INVALID_ARGUMENT,
+                  "%s: argument '%s' = \"%s\": use %s", op->name, a->name, s, choice_list(a->choices, buf, sizeof buf));
+      out->u.s = strdup(s);
       LADLE_CHECK(out->u.s, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
       break;
+    }
     case LADLE_ARG_INTS:
     case LADLE_ARG_FLOATS: {
       int is_float = a->type == LADLE_ARG_FLOATS;
@@ -227,6 +242,42 @@ ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem) {
   return LADLE_OK;
 }
 
+/* --- the arguments every operator takes (DALI's base schema) ------------------ */
+
+enum { COMMON_SEED, COMMON_BYTES_PER_SAMPLE_HINT, COMMON_PRESERVE, COMMON_COUNT };
+static const ladle_arg_schema common_args[COMMON_COUNT] = {
+    [COMMON_SEED] = {LADLE_INT_ARG("seed", -1), LADLE_RANGE(-1.0, 9.2e18),
+        .doc = "Random operators: the seed of this operator's draws (from (seed, epoch, sample)); -1: the "
+               "pipeline's seed and the operator's position. Other operators draw nothing: no effect."},
+    [COMMON_BYTES_PER_SAMPLE_HINT] = {LADLE_OPTIONAL_ARG("bytes_per_sample_hint", LADLE_ARG_INTS), .no_effect = 1,
+        .doc = "Accepted for DALI scripts: a memory hint; ladle's pools size themselves."},
+    [COMMON_PRESERVE] = {LADLE_BOOL_ARG("preserve", 0), .no_effect = 1,
+        .doc = "Accepted for DALI scripts: ladle never prunes an operator whose output is unused."},
+};
+
+const ladle_arg_schema *ladle_op_common_args(int *count) {
+  if (count) *count = COMMON_COUNT;
+  return common_args;
+}
+
+static const ladle_arg_schema *common_arg(const char *name) {
+  for (int k = 0; k < COMMON_COUNT; k++)
+    if (strcmp(common_args[k].name, name) == 0) return &common_args[k];
+  return NULL;
+}
+
+static ladle_status take_common_arg(ladle__node *n, const ladle_arg_schema *as, const ladle_arg *given) {
+  ladle_status st = LADLE_OK;
+  ladle_value v = {0};
+  LADLE_CHECK(given->node < 0, LADLE_ERROR_INVALID_ARGUMENT, "%s: argument '%s' must be a constant, not a node",
+              n->def->schema.name, as->name);
+  LADLE_TRY(convert_value(&n->def->schema, as, &given->value, &v));
+  if (as == &common_args[COMMON_SEED]) n->seed = v.u.i;
+  free_value(&v);
+done:
+  return st;
+}
+
 static unsigned device_bit(const char *device) {
   if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
   if (strcasecmp(device, "gpu") == 0 || strcasecmp(device, "cuda") == 0) return LADLE_ON_GPU;
@@ -250,6 +301,7 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   const ladle__op_def *def = ladle__op_def_find(op_name);
   LADLE_CHECK(def, LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
   const ladle_op_schema *schema = &def->schema;
+  op_name = schema->name; /* not an alias: messages name the operator */
   unsigned dev = device_bit(device);
   char buf[64];
   LADLE_CHECK(dev, LADLE_ERROR_INVALID_ARGUMENT, "%s: unknown device '%s' (use \"cpu\", \"mixed\" or \"gpu\")",
@@ -267,6 +319,7 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   n->config = &p->config;
   n->num_inputs = num_inputs;
   n->num_outputs = schema->num_outputs;
+  n->seed = -1;
   if (instance_name) {
     n->name = strdup(instance_name);
     LADLE_CHECK(n->name, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -284,6 +337,10 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   for (int i = 0; i < num_args; i++) {
     int a = 0;
     while (a < schema->num_args && strcmp(schema->args[a].name, args[i].name) != 0) a++;
+    if (a == schema->num_args && common_arg(args[i].name)) {
+      LADLE_TRY(take_common_arg(n, common_arg(args[i].name), &args[i]));
+      continue;
+    }
     if (a == schema->num_args) {
       char names[LADLE_ERROR_MAX / 2] = "";
       size_t len = 0;
@@ -326,7 +383,7 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   n->first_output = p->num_values;
   for (int k = 0; k < n->num_outputs; k++) p->values[p->num_values++] = (ladle__value_ref){p->num_nodes, k};
   p->nodes[p->num_nodes++] = n;
-  p->num_computing += !def->moves_data_only;
+  p->num_computing += !(def->schema.flags & LADLE_OP_MOVES_DATA);
   *first_output = n->first_output;
   return LADLE_OK;
 done:
@@ -431,7 +488,7 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
     LADLE_ALLOC(n->scratch_size, p->config.num_workers);
     if (n->def->sample_state_size) LADLE_ALLOC(n->sample_states, (size_t)batch * n->def->sample_state_size);
     if (n->def->plan && !p->reader) p->reader = n;
-    if (n->def->external) {
+    if ((n->def->schema.flags & LADLE_OP_EXTERNAL)) {
       if (!p->fed) LADLE_ALLOC(p->fed, p->num_nodes);
       p->fed[p->num_fed++] = n;
     }

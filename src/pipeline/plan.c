@@ -4,7 +4,7 @@
  * output), which skips most of the IDCT work for large crops. */
 #include <stdlib.h>
 
-#include "ops/decoders.h"
+#include "ops/image/decoders.h"
 #include "pipeline/plan.h"
 
 extern const ladle__op_def ladle__op_resize;

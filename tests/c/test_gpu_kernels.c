@@ -39,8 +39,8 @@ int main(void) {
 #include "cuda/runtime.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/kernels/half.h"
-#include "ops/kernels/normalize.h"
-#include "ops/kernels/resize.h"
+#include "ops/geometry/normalize_kernel.h"
+#include "ops/geometry/resize_kernel.h"
 #include "test.h"
 
 static ladle__rng rng;

@@ -20,8 +20,8 @@
 #include "core/error.h"
 #include "core/rng.h"
 #include "ops/kernels/half.h"
-#include "ops/kernels/normalize.h"
-#include "ops/kernels/resize.h"
+#include "ops/geometry/normalize_kernel.h"
+#include "ops/geometry/resize_kernel.h"
 #include "test.h"
 
 static ladle__rng rng;

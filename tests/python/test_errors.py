@@ -152,7 +152,7 @@ def test_per_sample_argument_rules(pipe_factory):
 
 @requires_ops("cast", "readers.file")
 def test_missing_required_argument(pipe_factory):
-    with pytest.raises(ladle.InvalidArgumentError, match=r"fn\.cast: missing required argument\(s\): dtype"):
+    with pytest.raises(ladle.InvalidArgumentError, match=r"fn\.cast: argument 'dtype' is required"):
         with pipe_factory():
             jpegs, _ = fn.readers.file(file_root=ladle.sample_data_root())
             fn.cast(jpegs)

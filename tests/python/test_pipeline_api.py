@@ -53,7 +53,8 @@ def test_every_schema_becomes_a_function_with_docs():
 def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
-        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "args"}
+        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args"}
+        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
         if s["num_outputs"] < 0:  # one output per element of a list argument
             assert s["args"][-1 - s["num_outputs"]]["type"].startswith("list of")
@@ -68,6 +69,10 @@ def test_schema_dicts_are_well_formed():
                 assert a["min"] <= a["max"]
             if not a["has_default"]:
                 assert a["default"] is None
+            if a["choices"] is not None:
+                assert a["type"] == "str" and a["choices"]
+                if a["has_default"]:
+                    assert a["default"].lower() in [c.lower() for c in a["choices"]]
     assert all(isinstance(t, str) and t for t in types_seen)
 
 
@@ -324,14 +329,90 @@ def test_write_png_matches_pillow(tmp_path):
         np.testing.assert_array_equal(np.asarray(im), rgb)
 
 
-def test_ignored_op_argument_warns():
-    if "random.coin_flip" not in op_schemas():
-        pytest.skip("operator(s) not registered yet: random.coin_flip")
+def test_hint_arguments_are_accepted_and_documented():
+    # DALI's hints cannot change results: accepted quietly, documented as such.
     with ladle.Pipeline(batch_size=1) as pipe:
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            fn.random.coin_flip(bytes_per_sample_hint=8)
-    assert any("bytes_per_sample_hint" in str(w.message) for w in caught)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            fn.random.coin_flip(bytes_per_sample_hint=8, preserve=True)
+    pipe.close()
+    common = {a["name"]: a for a in _ladle.op_common_args()}
+    assert common["bytes_per_sample_hint"]["no_effect"] and common["preserve"]["no_effect"]
+    assert not common["seed"]["no_effect"]
+    assert "bytes_per_sample_hint" in fn.resize.__doc__ and "accepted, no effect here" in fn.resize.__doc__
+
+
+def test_flags_say_what_an_operator_is():
+    schemas = op_schemas()
+    assert "random" in schemas["random.coin_flip"]["flags"]
+    assert "random" in schemas["decoders.image_random_crop"]["flags"]
+    assert "random" not in schemas["resize"]["flags"]
+    assert "reader" in schemas["readers.file"]["flags"]
+    assert set(schemas["external_source"]["flags"]) == {"moves_data", "external"}
+
+
+def test_choices_are_checked_by_the_library():
+    with ladle.Pipeline(batch_size=1) as pipe:
+        x = fn.external_source(name="x")
+        with pytest.raises(ladle.InvalidArgumentError,
+                           match=r"fn\.crop: argument 'out_of_bounds_policy' = \"wrap\": use \"error\", \"pad\" or "
+                                 r"\"trim_to_shape\""):
+            fn.crop(x, crop=[2, 2], out_of_bounds_policy="wrap")
+        fn.crop(x, crop=[2, 2], out_of_bounds_policy="PAD")  # case does not matter
+    pipe.close()
+    assert op_schemas()["resize"]["args"][0]["choices"] == ["NN", "LINEAR", "CUBIC", "LANCZOS3", "TRIANGULAR",
+                                                            "GAUSSIAN"]
+
+
+def test_unknown_argument_is_named_by_the_library():
+    with ladle.Pipeline(batch_size=1) as pipe:
+        x = fn.external_source(name="x")
+        with pytest.raises(ladle.InvalidArgumentError, match=r"^fn\.flip: unknown argument 'horizonal' \(arguments: "):
+            fn.flip(x, horizonal=1)
+    pipe.close()
+
+
+def test_bools_are_taken_where_dali_takes_them():
+    # DALI's own training example passes mirror=False and horizontal=True.
+    data = np.arange(2 * 3 * 4 * 3, dtype=np.uint8).reshape(2, 3, 4, 3)
+    with ladle.Pipeline(batch_size=2) as pipe:
+        x = fn.external_source(name="x")
+        pipe.set_outputs(fn.flip(x, horizontal=True, vertical=False),
+                         fn.crop_mirror_normalize(x, mirror=False, dtype=types.UINT8, output_layout="HWC"))
+    pipe.feed_input("x", data)
+    flipped, same = pipe.run()
+    np.testing.assert_array_equal(np.from_dlpack(flipped), data[:, :, ::-1])
+    np.testing.assert_array_equal(np.from_dlpack(same), data)
+    pipe.close()
+
+
+def test_deprecated_aliases_warn_and_work():
+    with ladle.Pipeline(batch_size=2, seed=3) as pipe:
+        with pytest.warns(DeprecationWarning, match="fn.coin_flip is deprecated; use fn.random.coin_flip"):
+            a = fn.coin_flip()
+        b = fn.random.coin_flip(seed=7)
+        pipe.set_outputs(a, b)
+    pipe.run()
+    pipe.close()
+    assert "fn.image_decoder" in fn.image_decoder.__doc__ or "decoders.image" in fn.image_decoder.__doc__
+
+
+def test_per_operator_seed_fixes_its_draws():
+    def draws(seed, extra_ops):
+        with ladle.Pipeline(batch_size=16, seed=seed) as pipe:
+            for _ in range(extra_ops):
+                fn.random.uniform()
+            pipe.set_outputs(fn.random.uniform(seed=1234))
+        (out,) = pipe.run()
+        pipe.close()
+        return np.from_dlpack(out).copy()
+
+    # An operator with its own seed draws the same whatever the pipeline's seed and the operators before it.
+    np.testing.assert_array_equal(draws(0, 0), draws(99, 2))
+    with ladle.Pipeline(batch_size=16) as pipe:
+        pipe.set_outputs(fn.random.uniform(seed=1235))
+    (other,) = pipe.run()
+    assert not np.array_equal(np.from_dlpack(other), draws(0, 0))
     pipe.close()
 
 
@@ -390,3 +471,20 @@ def test_executor_statistics_account_for_the_iterations(sample_root):
         assert 0 <= stats["wait_seconds"] <= elapsed
     finally:
         pipe.close()
+
+
+@pytest.mark.parametrize("op, arg, value, message", [
+    ("coin_flip", "probability", 5.0, r"random\.coin_flip: argument 'probability' = 5 for sample 0 is out of range \[0, 1\]"),
+    ("flip", "horizontal", 2.5, r"flip: argument 'horizontal' = 2\.5 for sample 0 is not 0 or 1"),
+])
+def test_per_sample_values_get_the_constant_checks(op, arg, value, message):
+    with ladle.Pipeline(batch_size=2) as pipe:
+        x = fn.external_source(name="x")
+        v = fn.external_source(name="v", dtype=types.FLOAT, ndim=0)
+        out = fn.random.coin_flip(probability=v) if op == "coin_flip" else fn.flip(x, horizontal=v)
+        pipe.set_outputs(out)
+    pipe.feed_input("x", np.zeros((2, 2, 2, 3), np.uint8))
+    pipe.feed_input("v", np.array([value, 0.0], np.float32))
+    with pytest.raises(ladle.InvalidArgumentError, match=message):
+        pipe.run()
+    pipe.close()

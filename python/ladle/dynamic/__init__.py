@@ -55,9 +55,10 @@ from ._data import Batch, Tensor, as_batch, as_tensor, batch, tensor
 from ._exec import CACHE_SIZE, clear_cache, get_num_threads, set_num_threads
 from ._readers import Reader, make_reader_class
 
-# Operators not offered as functions: readers are classes, transfers are
-# Batch.gpu() / Batch.cpu(), and external sources are the calls' own inputs.
-_SKIPPED_PREFIXES = ("readers.", "transfer.", "external_source")
+# Operators not offered as functions (by their schemas' flags): readers are
+# classes, transfers are Batch.gpu() / Batch.cpu(), and external sources are
+# the calls' own inputs.
+_NOT_FUNCTIONS = {"reader", "moves_data", "external"}
 
 
 def _namespace(path):
@@ -89,11 +90,12 @@ def _populate():
     schemas = _op_schemas()
     for name in sorted(schemas):
         *path, short = name.split(".")
-        if name.startswith("readers."):
+        flags = set(schemas[name]["flags"])
+        if "reader" in flags:
             cls = make_reader_class(schemas[name])
             setattr(_namespace(path), cls.__name__, cls)
             continue
-        if name.startswith(_SKIPPED_PREFIXES):
+        if flags & _NOT_FUNCTIONS:
             continue
         setattr(_namespace(path), short, _make_operator(schemas[name]))
     # Seeds live beside the random operators, as in DALI.

@@ -71,7 +71,7 @@ def set_seed(seed):
 
     What decides the draws: the k-th call (k = 0, 1, ... counted from the last
     set_seed, or from import) of an operator that draws random numbers
-    (random.*, random_resized_crop, decoders.image_random_crop) runs with the
+    (those whose schema has the "random" flag) runs with the
     seed mix(seed, k); sample i of that call draws from (that seed, i), as
     sample i of a pipeline's first iteration would. So the same program gives
     the same numbers, whatever the thread count, caching or batch-size
@@ -111,7 +111,8 @@ def next_seed():
 
 
 def draws_random(op_name):
-    return "random" in op_name
+    """Whether the operator draws random numbers: its schema says so."""
+    return "random" in fn.op_schemas()[op_name]["flags"]
 
 
 # --- the cache of pipelines -------------------------------------------------

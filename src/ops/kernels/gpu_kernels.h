@@ -35,8 +35,8 @@
 extern "C" {
 #endif
 
-#include "ops/kernels/normalize.h"
-#include "ops/kernels/resize.h"
+#include "ops/geometry/normalize_kernel.h"
+#include "ops/geometry/resize_kernel.h"
 
 /* Largest batch per launch (the grid's z or y dimension). */
 #define LADLE__GPU_MAX_SAMPLES 65535

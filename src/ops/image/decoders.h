@@ -6,7 +6,7 @@
 
 #include "codec/image.h"
 #include "ops/op.h"
-#include "ops/random_crop.h"
+#include "ops/image/random_crop.h"
 
 typedef struct ladle__decoder_state {
   ladle__color color;

@@ -1,5 +1,5 @@
 /* Reading the sharding and shuffling arguments of a reader (reader_args.h). */
-#include "ops/reader_args.h"
+#include "ops/readers/reader_args.h"
 
 void ladle__reader_sampler_params(const ladle__node *n, int first, int64_t num_records, ladle__sampler_params *out) {
   int64_t seed = ladle__arg_int(n, NULL, first + LADLE__SAMPLER_ARG_SEED);

@@ -2,19 +2,18 @@
  * per iteration, first in first out. The executor hands a fed batch to the
  * graph as this node's output, so nothing is copied; this file keeps the
  * queue and checks what is fed against the declared dtype, rank and layout. */
-#include "ops/external_source.h"
+#include "ops/readers/external_source.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 enum { ARG_DTYPE, ARG_NDIM, ARG_LAYOUT, ARG_COUNT };
 static const ladle_arg_schema external_args[ARG_COUNT] = {
-    [ARG_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_UINT8), 0, LADLE_NO_RANGE,
-                   "Element type of the fed samples."},
-    [ARG_NDIM] = {"ndim", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(3), 0, 0.0, LADLE_MAX_NDIM,
-                  "Rank of each fed sample (1 for encoded files, 3 for HWC images)."},
-    [ARG_LAYOUT] = {"layout", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE(""), 0, LADLE_NO_RANGE,
-                    "Layout of the samples, e.g. \"HWC\"; empty, or one letter per dimension."},
+    [ARG_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_UINT8), .doc = "Element type of the fed samples."},
+    [ARG_NDIM] = {LADLE_INT_ARG("ndim", 3), LADLE_RANGE(0.0, LADLE_MAX_NDIM),
+        .doc = "Rank of each fed sample (1 for encoded files, 3 for HWC images)."},
+    [ARG_LAYOUT] = {LADLE_STRING_ARG("layout", ""),
+        .doc = "Layout of the samples, e.g. \"HWC\"; empty, or one letter per dimension."},
 };
 
 typedef struct fed_queue {
@@ -53,12 +52,13 @@ static ladle_status external_setup(ladle__node *n, ladle__sample *s) {
 }
 
 const ladle__op_def ladle__op_external_source = {
-    .schema = {"external_source",
-               "Batches the application feeds (Pipeline.feed_input, ladle_pipeline_feed), one per iteration, first in "
-               "first out; taken without a copy. device=\"gpu\" takes batches in GPU memory.",
-               0, 0, 1, LADLE_ON_CPU_GPU, ARG_COUNT, external_args},
-    .moves_data_only = 1,
-    .external = 1,
+    .schema = {.name = "external_source",
+               .doc = "Batches the application feeds (Pipeline.feed_input, ladle_pipeline_feed), one per "
+                      "iteration, first in first out; taken without a copy. device=\"gpu\" takes batches in GPU "
+                      "memory.",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_MOVES_DATA | LADLE_OP_EXTERNAL,
+               .num_args = ARG_COUNT, .args = external_args},
     .init = external_init,
     .fini = external_fini,
     .setup = external_setup,

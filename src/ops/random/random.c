@@ -10,24 +10,22 @@ static const double default_range[] = {-1.0, 1.0};
 
 enum { COIN_PROBABILITY, COIN_SHAPE, COIN_DTYPE, COIN_COUNT };
 static const ladle_arg_schema coin_args[COIN_COUNT] = {
-    [COIN_PROBABILITY] = {"probability", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,
-                          "Probability of a 1."},
-    [COIN_SHAPE] = {"shape", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, 0.0, 1e9,
-                    "Shape of each sample's output; default: a scalar."},
-    [COIN_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_INT32), 0, LADLE_NO_RANGE,
-                    "Output type (INT32 by default)."},
+    [COIN_PROBABILITY] = {LADLE_FLOAT_ARG("probability", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0),
+        .doc = "Probability of a 1."},
+    [COIN_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1e9),
+        .doc = "Shape of each sample's output; default: a scalar."},
+    [COIN_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_INT32), .doc = "Output type (INT32 by default)."},
 };
 
 enum { UNI_RANGE, UNI_VALUES, UNI_SHAPE, UNI_DTYPE, UNI_COUNT };
 static const ladle_arg_schema uniform_args[UNI_COUNT] = {
-    [UNI_RANGE] = {"range", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_range), 0, LADLE_NO_RANGE,
-                   "[low, high): values are drawn uniformly from this interval."},
-    [UNI_VALUES] = {"values", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, LADLE_NO_RANGE,
-                    "If given, values are drawn uniformly from this list instead."},
-    [UNI_SHAPE] = {"shape", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, 0.0, 1e9,
-                   "Shape of each sample's output; default: a scalar."},
-    [UNI_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_FLOAT32), 0, LADLE_NO_RANGE,
-                   "Output type (FLOAT by default)."},
+    [UNI_RANGE] = {LADLE_FLOATS_ARG("range", default_range),
+        .doc = "[low, high): values are drawn uniformly from this interval."},
+    [UNI_VALUES] = {LADLE_OPTIONAL_ARG("values", LADLE_ARG_FLOATS),
+        .doc = "If given, values are drawn uniformly from this list instead."},
+    [UNI_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1e9),
+        .doc = "Shape of each sample's output; default: a scalar."},
+    [UNI_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .doc = "Output type (FLOAT by default)."},
 };
 
 static ladle_status random_init(ladle__node *n, int arg_shape, int arg_dtype) {
@@ -53,11 +51,14 @@ static ladle_status uniform_init(ladle__node *n) {
   return random_init(n, UNI_SHAPE, UNI_DTYPE);
 }
 
-static ladle_status random_setup(ladle__node *n, ladle__sample *s) {
-  const ladle_value *shape = ladle__arg_value(n, n->def->schema.num_args == COIN_COUNT ? COIN_SHAPE : UNI_SHAPE);
+static ladle_status random_setup(ladle__node *n, ladle__sample *s, int arg_shape) {
+  const ladle_value *shape = ladle__arg_value(n, arg_shape);
   ladle__set_shape(n, s, 0, shape->count ? shape->u.ints : NULL);
   return LADLE_OK;
 }
+
+static ladle_status coin_setup(ladle__node *n, ladle__sample *s) { return random_setup(n, s, COIN_SHAPE); }
+static ladle_status uniform_setup(ladle__node *n, ladle__sample *s) { return random_setup(n, s, UNI_SHAPE); }
 
 /* Rounds to nearest (ties to even) and clamps to [lo, hi], as DALI converts
  * random values to integer types. */
@@ -108,17 +109,23 @@ static ladle_status uniform_run(ladle__node *n, ladle__sample *s) {
 }
 
 const ladle__op_def ladle__op_random_coin_flip = {
-    .schema = {"random.coin_flip", "Draws 0 or 1 per sample (1 with `probability`).", 0, 0, 1, LADLE_ON_CPU,
-               COIN_COUNT, coin_args},
+    .schema = {.name = "random.coin_flip",
+               .doc = "Draws 0 or 1 per sample (1 with `probability`).",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
+               .devices = LADLE_ON_CPU, .flags = LADLE_OP_RANDOM,
+               .num_args = COIN_COUNT, .args = coin_args},
     .init = coin_init,
-    .setup = random_setup,
+    .setup = coin_setup,
     .run = coin_run,
 };
 
 const ladle__op_def ladle__op_random_uniform = {
-    .schema = {"random.uniform", "Draws numbers uniformly from `range` (or from the list `values`) per sample.", 0,
-               0, 1, LADLE_ON_CPU, UNI_COUNT, uniform_args},
+    .schema = {.name = "random.uniform",
+               .doc = "Draws numbers uniformly from `range` (or from the list `values`) per sample.",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = 1,
+               .devices = LADLE_ON_CPU, .flags = LADLE_OP_RANDOM,
+               .num_args = UNI_COUNT, .args = uniform_args},
     .init = uniform_init,
-    .setup = random_setup,
+    .setup = uniform_setup,
     .run = uniform_run,
 };

@@ -1,19 +1,13 @@
 /* Output sizes of resize, following DALI's documented rules. */
-#include "ops/resize_params.h"
+#include "ops/geometry/resize_params.h"
 
 #include <math.h>
 
 ladle_status ladle__resize_size_params_init(ladle__node *n, ladle__resize_size_params *p, int arg_x, int arg_y,
                                             int arg_size, int arg_shorter, int arg_longer, int arg_mode,
                                             int arg_max_size) {
-  static const char *const modes[] = {"default", "stretch", "not_smaller", "not_larger", NULL};
   *p = (ladle__resize_size_params){arg_x, arg_y, arg_size, arg_shorter, arg_longer, LADLE__RESIZE_DEFAULT, 0, 0};
-  int mode = ladle__choice(ladle__arg_string(n, arg_mode), modes, NULL);
-  if (mode < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
-                         "argument 'mode' = \"%s\": use \"default\", \"stretch\", \"not_smaller\" or \"not_larger\"",
-                         ladle__arg_string(n, arg_mode));
-  p->mode = (ladle__resize_mode)mode;
+  p->mode = (ladle__resize_mode)ladle__arg_choice(n, arg_mode); /* "default", "stretch", "not_smaller", "not_larger" */
   int xy = ladle__arg_given(n, arg_x) || ladle__arg_given(n, arg_y);
   int size = ladle__arg_given(n, arg_size);
   int shorter = ladle__arg_given(n, arg_shorter), longer = ladle__arg_given(n, arg_longer);

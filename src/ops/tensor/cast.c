@@ -1,10 +1,10 @@
 /* cast: converts every element to another type (ops/kernels/normalize.h's
  * rules: round to nearest even, saturate). */
-#include "ops/kernels/normalize.h"
+#include "ops/geometry/normalize_kernel.h"
 #include "ops/op.h"
 
 static const ladle_arg_schema cast_args[] = {
-    {"dtype", LADLE_ARG_DTYPE, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_DTYPE), 0, LADLE_NO_RANGE, "The output type."},
+    {LADLE_REQUIRED_ARG("dtype", LADLE_ARG_DTYPE), .doc = "The output type."},
 };
 
 static ladle_status cast_init(ladle__node *n) {
@@ -49,8 +49,11 @@ static ladle_status cast_run_batch(ladle__node *n, ladle__gpu *g) {
 #endif
 
 const ladle__op_def ladle__op_cast = {
-    .schema = {"cast", "Converts elements to `dtype` (floats to integers: round to nearest even, saturate).", 1, 1, 1,
-               LADLE_ON_CPU_GPU, 1, cast_args},
+    .schema = {.name = "cast",
+               .doc = "Converts elements to `dtype` (floats to integers: round to nearest even, saturate).",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU,
+               .num_args = 1, .args = cast_args},
     .init = cast_init,
     .setup = cast_setup,
     .run = cast_run,

@@ -5,7 +5,7 @@
 
 #include "io/file_reader.h"
 #include "ops/op.h"
-#include "ops/reader_args.h"
+#include "ops/readers/reader_args.h"
 
 enum {
   ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_SAMPLER,
@@ -13,19 +13,17 @@ enum {
 };
 
 static const ladle_arg_schema args[ARG_COUNT] = {
-    [ARG_FILE_ROOT] = {"file_root", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE,
-                       "Folder with one subfolder per class (labels: the subfolders' indices in sorted order), "
-                       "or the base of relative paths in file_list/files."},
-    [ARG_FILE_LIST] = {"file_list", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE,
-                       "Text file of \"path label\" lines (blank lines and # comments skipped)."},
-    [ARG_FILES] = {"files", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0, LADLE_NO_RANGE,
-                   "Explicit list of file paths."},
-    [ARG_LABELS] = {"labels", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, -2147483648.0, 2147483647.0,
-                    "Labels for `files` (default: the file's index)."},
-    [ARG_FILE_FILTERS] = {"file_filters", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                          LADLE_NO_RANGE,
-                          "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). "
-                          "Default: *.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
+    [ARG_FILE_ROOT] = {LADLE_OPTIONAL_ARG("file_root", LADLE_ARG_STRING),
+        .doc = "Folder with one subfolder per class (labels: the subfolders' indices in sorted order), or the "
+               "base of relative paths in file_list/files."},
+    [ARG_FILE_LIST] = {LADLE_OPTIONAL_ARG("file_list", LADLE_ARG_STRING),
+        .doc = "Text file of \"path label\" lines (blank lines and # comments skipped)."},
+    [ARG_FILES] = {LADLE_OPTIONAL_ARG("files", LADLE_ARG_STRINGS), .doc = "Explicit list of file paths."},
+    [ARG_LABELS] = {LADLE_OPTIONAL_ARG("labels", LADLE_ARG_INTS), LADLE_RANGE(-2147483648.0, 2147483647.0),
+        .doc = "Labels for `files` (default: the file's index)."},
+    [ARG_FILE_FILTERS] = {LADLE_OPTIONAL_ARG("file_filters", LADLE_ARG_STRINGS),
+        .doc = "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). Default: "
+               "*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 
@@ -123,11 +121,13 @@ static ladle_status reader_run(ladle__node *n, ladle__sample *s) {
 }
 
 const ladle__op_def ladle__op_readers_file = {
-    .schema = {"readers.file",
-               "Reads files and their labels from a class-per-folder tree (file_root), a list file "
-               "(file_list) or explicit paths (files, labels). Outputs the encoded bytes (uint8, 1-D) and the "
-               "label (int32, shape [1]).",
-               0, 0, 2, LADLE_ON_CPU, ARG_COUNT, args},
+    .schema = {.name = "readers.file",
+               .doc = "Reads files and their labels from a class-per-folder tree (file_root), a list file "
+                      "(file_list) or explicit paths (files, labels). Outputs the encoded bytes (uint8, 1-D) and the "
+                      "label (int32, shape [1]).",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = 2,
+               .devices = LADLE_ON_CPU, .flags = LADLE_OP_READER,
+               .num_args = ARG_COUNT, .args = args},
     .init = reader_init,
     .fini = reader_fini,
     .plan = reader_plan,

@@ -9,7 +9,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "ops/kernels/resize.h"
+#include "ops/geometry/resize_kernel.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -5,10 +5,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/kernels/resize.h"
+#include "ops/geometry/resize_kernel.h"
 #include "ops/op.h"
-#include "ops/random_crop.h"
-#include "ops/resize_params.h"
+#include "ops/image/random_crop.h"
+#include "ops/geometry/resize_params.h"
 #include "pipeline/plan.h"
 
 enum {
@@ -20,35 +20,36 @@ enum {
   ARG_RRC_SIZE = ARG_COMMON_COUNT, ARG_RANDOM_AREA, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_RRC_COUNT
 };
 
-#define COMMON_ARGS                                                                                           \
-  [ARG_INTERP_TYPE] = {"interp_type", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("LINEAR"), 0, LADLE_NO_RANGE,   \
-                       "Filter: \"NN\", \"LINEAR\", \"CUBIC\", \"LANCZOS3\", \"TRIANGULAR\" or \"GAUSSIAN\" "   \
-                       "(an \"INTERP_\" prefix is accepted)."},                                               \
-  [ARG_ANTIALIAS] = {"antialias", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(1), 0, LADLE_NO_RANGE,                   \
-                     "Widen the filter when downscaling, so that every input pixel contributes (as PIL does)."}, \
-  [ARG_MIN_FILTER] = {"min_filter", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE, \
-                      "Filter used when downscaling (default: interp_type)."},                                \
-  [ARG_MAG_FILTER] = {"mag_filter", LADLE_ARG_STRING, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRING), 0, LADLE_NO_RANGE, \
-                      "Filter used when upscaling (default: interp_type)."}
+#define FILTERS LADLE_CHOICES("NN", "LINEAR", "CUBIC", "LANCZOS3", "TRIANGULAR", "GAUSSIAN")
+#define COMMON_ARGS \
+  [ARG_INTERP_TYPE] = {LADLE_STRING_ARG("interp_type", "LINEAR"), FILTERS, \
+      .doc = "Filter: \"NN\", \"LINEAR\", \"CUBIC\", \"LANCZOS3\", \"TRIANGULAR\" or \"GAUSSIAN\" (an " \
+             "\"INTERP_\" prefix is accepted)."}, \
+  [ARG_ANTIALIAS] = {LADLE_BOOL_ARG("antialias", 1), \
+      .doc = "Widen the filter when downscaling, so that every input pixel contributes (as PIL does)."}, \
+  [ARG_MIN_FILTER] = {LADLE_OPTIONAL_ARG("min_filter", LADLE_ARG_STRING), FILTERS, \
+      .doc = "Filter used when downscaling (default: interp_type)."}, \
+  [ARG_MAG_FILTER] = {LADLE_OPTIONAL_ARG("mag_filter", LADLE_ARG_STRING), FILTERS, \
+      .doc = "Filter used when upscaling (default: interp_type)."}
 
 static const ladle_arg_schema resize_args[ARG_RESIZE_COUNT] = {
     COMMON_ARGS,
-    [ARG_RESIZE_X] = {"resize_x", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
-                      "Output width; 0: derived from the other arguments."},
-    [ARG_RESIZE_Y] = {"resize_y", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
-                      "Output height; 0: derived from the other arguments."},
-    [ARG_SIZE] = {"size", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,
-                  "Output size [height, width] (spatial dimensions in layout order); 0 entries are derived."},
-    [ARG_RESIZE_SHORTER] = {"resize_shorter", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
-                            "Length of the shorter side; the other keeps the aspect ratio (capped by max_size)."},
-    [ARG_RESIZE_LONGER] = {"resize_longer", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,
-                           "Length of the longer side; the other keeps the aspect ratio."},
-    [ARG_MODE] = {"mode", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("default"), 0, LADLE_NO_RANGE,
-                  "\"default\": sizes not given keep the aspect ratio; \"stretch\": they keep the input's extent; "
-                  "\"not_smaller\"/\"not_larger\": keep the aspect ratio, the output covers/fits in the size given."},
-    [ARG_MAX_SIZE] = {"max_size", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,
-                      "Upper limit of the output [height, width] (one value: both), keeping the aspect ratio "
-                      "where the mode does."},
+    [ARG_RESIZE_X] = {LADLE_FLOAT_ARG("resize_x", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9),
+        .doc = "Output width; 0: derived from the other arguments."},
+    [ARG_RESIZE_Y] = {LADLE_FLOAT_ARG("resize_y", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9),
+        .doc = "Output height; 0: derived from the other arguments."},
+    [ARG_SIZE] = {LADLE_OPTIONAL_ARG("size", LADLE_ARG_FLOATS), LADLE_RANGE(0.0, 1e9),
+        .doc = "Output size [height, width] (spatial dimensions in layout order); 0 entries are derived."},
+    [ARG_RESIZE_SHORTER] = {LADLE_FLOAT_ARG("resize_shorter", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9),
+        .doc = "Length of the shorter side; the other keeps the aspect ratio (capped by max_size)."},
+    [ARG_RESIZE_LONGER] = {LADLE_FLOAT_ARG("resize_longer", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9),
+        .doc = "Length of the longer side; the other keeps the aspect ratio."},
+    [ARG_MODE] = {LADLE_STRING_ARG("mode", "default"), LADLE_CHOICES("default", "stretch", "not_smaller", "not_larger"),
+        .doc = "\"default\": sizes not given keep the aspect ratio; \"stretch\": they keep the input's extent; "
+               "\"not_smaller\"/\"not_larger\": keep the aspect ratio, the output covers/fits in the size given."},
+    [ARG_MAX_SIZE] = {LADLE_OPTIONAL_ARG("max_size", LADLE_ARG_FLOATS), LADLE_RANGE(0.0, 1e9),
+        .doc = "Upper limit of the output [height, width] (one value: both), keeping the aspect ratio where the "
+               "mode does."},
 };
 
 static const double default_area[] = {0.08, 1.0};
@@ -56,14 +57,14 @@ static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};
 
 static const ladle_arg_schema rrc_args[ARG_RRC_COUNT] = {
     COMMON_ARGS,
-    [ARG_RRC_SIZE] = {"size", LADLE_ARG_FLOATS, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 1.0, 1e9,
-                      "Output size [height, width] (one value: square)."},
-    [ARG_RANDOM_AREA] = {"random_area", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_area), 0, 0.0, 1.0,
-                         "Range [min, max] of the crop's area as a fraction of the image's."},
-    [ARG_RANDOM_ASPECT_RATIO] = {"random_aspect_ratio", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_aspect),
-                                 0, 1e-6, 1e6, "Range [min, max] of the crop's width/height, drawn log-uniformly."},
-    [ARG_NUM_ATTEMPTS] = {"num_attempts", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(10), 0, 1.0, 1000.0,
-                          "Windows tried before falling back to a centred crop."},
+    [ARG_RRC_SIZE] = {LADLE_REQUIRED_ARG("size", LADLE_ARG_FLOATS), LADLE_RANGE(1.0, 1e9),
+        .doc = "Output size [height, width] (one value: square)."},
+    [ARG_RANDOM_AREA] = {LADLE_FLOATS_ARG("random_area", default_area), LADLE_RANGE(0.0, 1.0),
+        .doc = "Range [min, max] of the crop's area as a fraction of the image's."},
+    [ARG_RANDOM_ASPECT_RATIO] = {LADLE_FLOATS_ARG("random_aspect_ratio", default_aspect), LADLE_RANGE(1e-6, 1e6),
+        .doc = "Range [min, max] of the crop's width/height, drawn log-uniformly."},
+    [ARG_NUM_ATTEMPTS] = {LADLE_INT_ARG("num_attempts", 10), LADLE_RANGE(1.0, 1000.0),
+        .doc = "Windows tried before falling back to a centred crop."},
 };
 
 typedef struct resize_state {
@@ -81,27 +82,11 @@ typedef struct sample_state {
   ladle__resize_axis ax, ay; /* kept from iteration to iteration; GPU: planned in setup */
 } sample_state;
 
-static int parse_interp(const char *text) {
-  static const char *const names[] = {"NN", "LINEAR", "CUBIC", "LANCZOS3", "TRIANGULAR", "GAUSSIAN", NULL};
-  return ladle__choice(text, names, "INTERP_");
-}
-
+/* The filters' order in FILTERS is ladle__interp's. */
 static ladle_status common_init(ladle__node *n, resize_state *r) {
-  const char *interp = ladle__arg_string(n, ARG_INTERP_TYPE);
-  int base = parse_interp(interp);
-  if (base < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'interp_type' = \"%s\" is not a filter", interp);
-  r->min_filter = r->mag_filter = (ladle__interp)base;
-  const int filter_args[2] = {ARG_MIN_FILTER, ARG_MAG_FILTER};
-  for (int k = 0; k < 2; k++) {
-    if (!ladle__arg_given(n, filter_args[k])) continue;
-    int f = parse_interp(ladle__arg_string(n, filter_args[k]));
-    if (f < 0)
-      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s' = \"%s\" is not a filter",
-                           n->def->schema.args[filter_args[k]].name, ladle__arg_string(n, filter_args[k]));
-    if (k == 0) r->min_filter = (ladle__interp)f;
-    else r->mag_filter = (ladle__interp)f;
-  }
+  r->min_filter = r->mag_filter = (ladle__interp)ladle__arg_choice(n, ARG_INTERP_TYPE);
+  if (ladle__arg_given(n, ARG_MIN_FILTER)) r->min_filter = (ladle__interp)ladle__arg_choice(n, ARG_MIN_FILTER);
+  if (ladle__arg_given(n, ARG_MAG_FILTER)) r->mag_filter = (ladle__interp)ladle__arg_choice(n, ARG_MAG_FILTER);
   r->antialias = (int)ladle__arg_int(n, NULL, ARG_ANTIALIAS);
   if ((n->in[0].dtype != LADLE_UINT8 && n->in[0].dtype != LADLE_FLOAT32) || n->in[0].ndim != 3)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
@@ -260,10 +245,12 @@ static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
 #endif
 
 const ladle__op_def ladle__op_resize = {
-    .schema = {"resize",
-               "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
-               "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
-               1, 1, 1, LADLE_ON_CPU_GPU, ARG_RESIZE_COUNT, resize_args},
+    .schema = {.name = "resize",
+               .doc = "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
+                      "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU,
+               .num_args = ARG_RESIZE_COUNT, .args = resize_args},
     .sample_state_size = sizeof(sample_state),
     .init = resize_init,
     .fini = resize_fini,
@@ -273,9 +260,12 @@ const ladle__op_def ladle__op_resize = {
 };
 
 const ladle__op_def ladle__op_random_resized_crop = {
-    .schema = {"random_resized_crop",
-               "Crops a random window (random_area, random_aspect_ratio) and resizes it to `size`, in one pass.",
-               1, 1, 1, LADLE_ON_CPU_GPU, ARG_RRC_COUNT, rrc_args},
+    .schema = {.name = "random_resized_crop",
+               .doc = "Crops a random window (random_area, random_aspect_ratio) and resizes it to `size`, in one "
+                      "pass.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_RANDOM,
+               .num_args = ARG_RRC_COUNT, .args = rrc_args},
     .sample_state_size = sizeof(sample_state),
     .init = rrc_init,
     .fini = resize_fini,

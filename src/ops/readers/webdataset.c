@@ -6,7 +6,7 @@
 
 #include "io/tar_index.h"
 #include "ops/op.h"
-#include "ops/reader_args.h"
+#include "ops/readers/reader_args.h"
 
 enum {
   ARG_PATHS, ARG_EXT, ARG_MISSING_COMPONENT_BEHAVIOR, ARG_CASE_SENSITIVE_EXTENSIONS, ARG_DTYPES,
@@ -20,35 +20,30 @@ enum {
 #define OUTPUTS_PER_EXT (-1 - ARG_EXT)
 
 static const ladle_arg_schema args[ARG_COUNT] = {
-    [ARG_PATHS] = {"paths", LADLE_ARG_STRINGS, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0, LADLE_NO_RANGE,
-                   "The tar files (POSIX ustar, pax or GNU). Samples are numbered in tar order, tar by tar."},
-    [ARG_EXT] = {"ext", LADLE_ARG_STRINGS, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0, LADLE_NO_RANGE,
-                 "One output per entry: the extension of the component it holds, or several alternatives "
-                 "separated by ';' (\"jpg;jpeg;png\": the first listed that the sample has wins). A file's key "
-                 "is its path up to the first '.' of its name, its extension the rest (\"a/0001.seg.png\": key "
-                 "\"a/0001\", extension \"seg.png\"). Consecutive files of one key form a sample; a key that "
-                 "comes back after another key starts a new sample. Files without a '.' in their name (or "
-                 "with a leading '.'), directories and links are ignored, and so are keys that have none of "
-                 "the requested extensions. At most 4 entries."},
-    [ARG_MISSING_COMPONENT_BEHAVIOR] = {"missing_component_behavior", LADLE_ARG_STRING, 1, 0,
-                                        LADLE_STRING_VALUE(""), 0, LADLE_NO_RANGE,
-                                        "What to do with a sample lacking some of the requested components: "
-                                        "\"empty\" or \"\" (default): that output is empty for the sample; "
-                                        "\"skip\": leave the sample out; \"error\": fail at build, naming the "
-                                        "tar and the key."},
-    [ARG_CASE_SENSITIVE_EXTENSIONS] = {"case_sensitive_extensions", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(1), 0,
-                                       LADLE_NO_RANGE,
-                                       "Compare extensions byte-wise; false: ASCII-case-insensitively."},
-    [ARG_DTYPES] = {"dtypes", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, 0.0,
-                    (double)(LADLE_DTYPE_COUNT - 1),
-                    "Element type of each output (types.UINT8, types.INT32, ...; default UINT8 for all): the "
-                    "component's bytes reinterpreted in the machine's byte order (little-endian on x86 and "
-                    "ARM) as a 1-D array of size / element size. One per ext entry; a component whose size is not a multiple of the element size "
-                    "fails at build, naming tar, key and extension."},
-    [ARG_INDEX_PATHS] = {"index_paths", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                         LADLE_NO_RANGE,
-                         "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading "
-                         "only their headers."},
+    [ARG_PATHS] = {LADLE_REQUIRED_ARG("paths", LADLE_ARG_STRINGS),
+        .doc = "The tar files (POSIX ustar, pax or GNU). Samples are numbered in tar order, tar by tar."},
+    [ARG_EXT] = {LADLE_REQUIRED_ARG("ext", LADLE_ARG_STRINGS),
+        .doc = "One output per entry: the extension of the component it holds, or several alternatives "
+               "separated by ';' (\"jpg;jpeg;png\": the first listed that the sample has wins). A file's key is "
+               "its path up to the first '.' of its name, its extension the rest (\"a/0001.seg.png\": key "
+               "\"a/0001\", extension \"seg.png\"). Consecutive files of one key form a sample; a key that "
+               "comes back after another key starts a new sample. Files without a '.' in their name (or with a "
+               "leading '.'), directories and links are ignored, and so are keys that have none of the "
+               "requested extensions. At most 4 entries."},
+    [ARG_MISSING_COMPONENT_BEHAVIOR] = {LADLE_STRING_ARG("missing_component_behavior", ""), LADLE_CHOICES("empty", "skip", "error", ""),
+        .doc = "What to do with a sample lacking some of the requested components: \"empty\" or \"\" (default): "
+               "that output is empty for the sample; \"skip\": leave the sample out; \"error\": fail at build, "
+               "naming the tar and the key."},
+    [ARG_CASE_SENSITIVE_EXTENSIONS] = {LADLE_BOOL_ARG("case_sensitive_extensions", 1),
+        .doc = "Compare extensions byte-wise; false: ASCII-case-insensitively."},
+    [ARG_DTYPES] = {LADLE_OPTIONAL_ARG("dtypes", LADLE_ARG_INTS), LADLE_RANGE(0.0, (double)(LADLE_DTYPE_COUNT - 1)),
+        .doc = "Element type of each output (types.UINT8, types.INT32, ...; default UINT8 for all): the "
+               "component's bytes reinterpreted in the machine's byte order (little-endian on x86 and ARM) as a "
+               "1-D array of size / element size. One per ext entry; a component whose size is not a multiple "
+               "of the element size fails at build, naming tar, key and extension."},
+    [ARG_INDEX_PATHS] = {LADLE_OPTIONAL_ARG("index_paths", LADLE_ARG_STRINGS),
+        .doc = "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading only "
+               "their headers."},
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 
@@ -89,14 +84,7 @@ static ladle_status wds_init(ladle__node *n) {
     elem_sizes[k] = ladle_dtype_size(t);
     n->out[k] = (ladle__out_desc){t, 1, ""};
   }
-  static const char *const modes[] = {"empty", "skip", "error", NULL};
-  const char *mode = ladle__arg_string(n, ARG_MISSING_COMPONENT_BEHAVIOR);
-  int missing = !mode || !mode[0] ? 0 : ladle__choice(mode, modes, NULL);
-  if (missing < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
-                         "argument 'missing_component_behavior': \"%s\" is not one of \"empty\", \"skip\", "
-                         "\"error\" (or \"\")",
-                         mode);
+  int missing = ladle__arg_choice(n, ARG_MISSING_COMPONENT_BEHAVIOR) % 3; /* "" is "empty" */
   ladle__sampler_params sp;
   ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* num_records once the tars are indexed */
   /* Check what does not need the tars first: indexing can take a while. */
@@ -161,13 +149,15 @@ static ladle_status wds_run(ladle__node *n, ladle__sample *s) {
 }
 
 const ladle__op_def ladle__op_readers_webdataset = {
-    .schema = {"readers.webdataset",
-               "Reads samples from tar archives in the webdataset layout: files sharing a key (the path up to "
-               "the first '.' of the file name) form a sample, and each `ext` entry selects one component, "
-               "output as its raw bytes (1-D, uint8 or the entry's dtype). Tars are indexed at build by "
-               "reading their headers (index_paths is not needed); components are read with pread, the tar "
-               "opened per sample. Sharding and shuffling as readers.file.",
-               0, 0, OUTPUTS_PER_EXT, LADLE_ON_CPU, ARG_COUNT, args},
+    .schema = {.name = "readers.webdataset",
+               .doc = "Reads samples from tar archives in the webdataset layout: files sharing a key (the path "
+                      "up to the first '.' of the file name) form a sample, and each `ext` entry selects one "
+                      "component, output as its raw bytes (1-D, uint8 or the entry's dtype). Tars are indexed at build "
+                      "by reading their headers (index_paths is not needed); components are read with pread, the tar "
+                      "opened per sample. Sharding and shuffling as readers.file.",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = OUTPUTS_PER_EXT,
+               .devices = LADLE_ON_CPU, .flags = LADLE_OP_READER,
+               .num_args = ARG_COUNT, .args = args},
     .init = wds_init,
     .fini = wds_fini,
     .plan = wds_plan,

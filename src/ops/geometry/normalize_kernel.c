@@ -10,7 +10,7 @@
 #pragma GCC optimize("fp-contract=off")
 #endif
 
-#include "ops/kernels/normalize.h"
+#include "ops/geometry/normalize_kernel.h"
 
 #include <math.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/kernels/normalize.h"
+#include "ops/geometry/normalize_kernel.h"
 #include "ops/op.h"
 
 enum {
@@ -18,50 +18,49 @@ enum {
 static const double zero[] = {0.0};
 static const double one[] = {1.0};
 
-#define CROP_ARGS                                                                                              \
-  [ARG_CROP] = {"crop", LADLE_ARG_FLOATS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_FLOATS), 0, 0.0, 1e9,                   \
-                "Window size [height, width] (one value: square). Default: the whole image."},                 \
-  [ARG_CROP_W] = {"crop_w", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,                              \
-                  "Window width (overrides crop); 0: not given."},                                               \
-  [ARG_CROP_H] = {"crop_h", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0), 1, 0.0, 1e9,                              \
-                  "Window height (overrides crop); 0: not given."},                                              \
-  [ARG_CROP_POS_X] = {"crop_pos_x", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,                    \
-                      "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width))."},        \
-  [ARG_CROP_POS_Y] = {"crop_pos_y", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.5), 1, 0.0, 1.0,                    \
-                      "Vertical position of the window: y = round(crop_pos_y * (height - crop_height))."},        \
-  [ARG_FILL_VALUES] = {"fill_values", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(zero), 0, LADLE_NO_RANGE,          \
-                       "Values (in output units; one, or one per channel) of pixels outside the image when "     \
-                       "out_of_bounds_policy is \"pad\"."},                                                      \
-  [ARG_OUT_OF_BOUNDS] = {"out_of_bounds_policy", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("error"), 0,           \
-                         LADLE_NO_RANGE,                                                                          \
-                         "A window reaching outside the image: \"error\", \"pad\" (fill_values) or "             \
-                         "\"trim_to_shape\" (shrink the window)."}
+#define CROP_ARGS \
+  [ARG_CROP] = {LADLE_OPTIONAL_ARG("crop", LADLE_ARG_FLOATS), LADLE_RANGE(0.0, 1e9), \
+      .doc = "Window size [height, width] (one value: square). Default: the whole image."}, \
+  [ARG_CROP_W] = {LADLE_FLOAT_ARG("crop_w", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9), \
+      .doc = "Window width (overrides crop); 0: not given."}, \
+  [ARG_CROP_H] = {LADLE_FLOAT_ARG("crop_h", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9), \
+      .doc = "Window height (overrides crop); 0: not given."}, \
+  [ARG_CROP_POS_X] = {LADLE_FLOAT_ARG("crop_pos_x", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
+      .doc = "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width))."}, \
+  [ARG_CROP_POS_Y] = {LADLE_FLOAT_ARG("crop_pos_y", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
+      .doc = "Vertical position of the window: y = round(crop_pos_y * (height - crop_height))."}, \
+  [ARG_FILL_VALUES] = {LADLE_FLOATS_ARG("fill_values", zero), \
+      .doc = "Values (in output units; one, or one per channel) of pixels outside the image when " \
+             "out_of_bounds_policy is \"pad\"."}, \
+  [ARG_OUT_OF_BOUNDS] = {LADLE_STRING_ARG("out_of_bounds_policy", "error"), LADLE_CHOICES("error", "pad", "trim_to_shape"), \
+      .doc = "A window reaching outside the image: \"error\", \"pad\" (fill_values) or \"trim_to_shape\" " \
+             "(shrink the window)."}
 
 static const ladle_arg_schema crop_args[ARG_CROP_COUNT] = {CROP_ARGS};
 
-static const ladle_arg_schema flip_args[] = {
-    {"horizontal", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(1), 1, 0.0, 1.0, "Flip left-right (per sample: 0 or 1)."},
-    {"vertical", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 1, 0.0, 1.0, "Flip upside down (per sample: 0 or 1)."},
+enum { FLIP_HORIZONTAL, FLIP_VERTICAL, FLIP_COUNT };
+static const ladle_arg_schema flip_args[FLIP_COUNT] = {
+    {LADLE_BOOL_ARG("horizontal", 1), .per_sample = 1,
+        .doc = "Flip left-right (per sample: 0 or 1)."},
+    {LADLE_BOOL_ARG("vertical", 0), .per_sample = 1,
+        .doc = "Flip upside down (per sample: 0 or 1)."},
 };
 
 static const ladle_arg_schema cmn_args[ARG_CMN_COUNT] = {
     CROP_ARGS,
-    [ARG_MIRROR] = {"mirror", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 1, 0.0, 1.0,
-                    "Flip the window left-right (per sample: 0 or 1, e.g. fn.random.coin_flip())."},
-    [ARG_MEAN] = {"mean", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(zero), 0, LADLE_NO_RANGE,
-                  "Subtracted, in input units (one value, or one per channel)."},
-    [ARG_STD] = {"std", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(one), 0, LADLE_NO_RANGE,
-                 "Divisor, in input units (one value, or one per channel); must not be 0."},
-    [ARG_SCALE] = {"scale", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(1.0), 0, LADLE_NO_RANGE,
-                   "Multiplies the normalized value: out = (in - mean) / std * scale + shift."},
-    [ARG_SHIFT] = {"shift", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.0), 0, LADLE_NO_RANGE,
-                   "Added to the normalized value."},
-    [ARG_DTYPE] = {"dtype", LADLE_ARG_DTYPE, 1, 0, LADLE_DTYPE_VALUE(LADLE_FLOAT32), 0, LADLE_NO_RANGE,
-                   "Output type: FLOAT, FLOAT16, UINT8 (rounded to nearest, saturated), INT32 or INT64."},
-    [ARG_OUTPUT_LAYOUT] = {"output_layout", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("CHW"), 0, LADLE_NO_RANGE,
-                           "\"CHW\" (planar) or \"HWC\"."},
-    [ARG_PAD_OUTPUT] = {"pad_output", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,
-                        "Add a channel of zeros (3 -> 4 channels)."},
+    [ARG_MIRROR] = {LADLE_BOOL_ARG("mirror", 0), .per_sample = 1,
+        .doc = "Flip the window left-right (per sample: 0 or 1, e.g. fn.random.coin_flip())."},
+    [ARG_MEAN] = {LADLE_FLOATS_ARG("mean", zero),
+        .doc = "Subtracted, in input units (one value, or one per channel)."},
+    [ARG_STD] = {LADLE_FLOATS_ARG("std", one),
+        .doc = "Divisor, in input units (one value, or one per channel); must not be 0."},
+    [ARG_SCALE] = {LADLE_FLOAT_ARG("scale", 1.0),
+        .doc = "Multiplies the normalized value: out = (in - mean) / std * scale + shift."},
+    [ARG_SHIFT] = {LADLE_FLOAT_ARG("shift", 0.0), .doc = "Added to the normalized value."},
+    [ARG_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32),
+        .doc = "Output type: FLOAT, FLOAT16, UINT8 (rounded to nearest, saturated), INT32 or INT64."},
+    [ARG_OUTPUT_LAYOUT] = {LADLE_STRING_ARG("output_layout", "CHW"), LADLE_CHOICES("HWC", "CHW"), .doc = "\"CHW\" (planar) or \"HWC\"."},
+    [ARG_PAD_OUTPUT] = {LADLE_BOOL_ARG("pad_output", 0), .doc = "Add a channel of zeros (3 -> 4 channels)."},
 };
 
 typedef enum { OOB_ERROR, OOB_PAD, OOB_TRIM } oob_policy;
@@ -79,13 +78,7 @@ typedef struct sample_state {
 } sample_state;
 
 static ladle_status crop_common_init(ladle__node *n, crop_state *c) {
-  static const char *const policies[] = {"error", "pad", "trim_to_shape", NULL};
-  int oob = ladle__choice(ladle__arg_string(n, ARG_OUT_OF_BOUNDS), policies, NULL);
-  if (oob < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
-                         "argument 'out_of_bounds_policy' = \"%s\": use \"error\", \"pad\" or \"trim_to_shape\"",
-                         ladle__arg_string(n, ARG_OUT_OF_BOUNDS));
-  c->oob = (oob_policy)oob;
+  c->oob = (oob_policy)ladle__arg_choice(n, ARG_OUT_OF_BOUNDS);
   const ladle_value *crop = ladle__arg_value(n, ARG_CROP);
   if (ladle__arg_given(n, ARG_CROP) && crop->count != 1 && crop->count != 2)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'crop' must be [height, width] or one value");
@@ -203,7 +196,7 @@ static ladle_status flip_run(ladle__node *n, ladle__sample *s) {
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
   int w = (int)in.shape[1], h = (int)in.shape[0];
   ladle__crop_flip_hwc(out.data, in.data, h, w, (int)in.shape[2], ladle_dtype_size(in.dtype), 0, 0, w, h,
-                       ladle__arg_int(n, s, 0) != 0, ladle__arg_int(n, s, 1) != 0, 0);
+                       ladle__arg_int(n, s, FLIP_HORIZONTAL) != 0, ladle__arg_int(n, s, FLIP_VERTICAL) != 0, 0);
   return LADLE_OK;
 }
 
@@ -232,16 +225,10 @@ static ladle_status cmn_init(ladle__node *n) {
   p->scale = (float)ladle__arg_float(n, NULL, ARG_SCALE);
   p->shift = (float)ladle__arg_float(n, NULL, ARG_SHIFT);
   p->dtype = (ladle_dtype)ladle__arg_int(n, NULL, ARG_DTYPE);
-  const char *layout = ladle__arg_string(n, ARG_OUTPUT_LAYOUT);
-  static const char *const layouts[] = {"HWC", "CHW", NULL};
-  int chw = ladle__choice(layout, layouts, NULL);
-  if (chw < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'output_layout' = \"%s\": use \"CHW\" or \"HWC\"",
-                         layout);
-  p->chw = chw;
+  p->chw = ladle__arg_choice(n, ARG_OUTPUT_LAYOUT); /* "HWC", "CHW" */
   p->pad_output = (int)ladle__arg_int(n, NULL, ARG_PAD_OUTPUT);
   n->out[0] = (ladle__out_desc){p->dtype, 3, ""};
-  strcpy(n->out[0].layout, chw ? "CHW" : "HWC");
+  strcpy(n->out[0].layout, p->chw ? "CHW" : "HWC");
   return LADLE_OK;
 }
 
@@ -313,8 +300,8 @@ static ladle_status fill_byte(const ladle__node *n, const crop_state *c, ladle_d
 }
 
 /* crop and flip: one byte-copy launch per batch. */
-static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g) {
-  int batch = n->config->batch_size, is_flip = n->def->schema.num_args == 2;
+static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g, int is_flip) {
+  int batch = n->config->batch_size;
   ladle__gpu_crop_flip_desc *d = NULL;
   ladle_status st = descriptors(n, sizeof *d * (size_t)batch, (void **)&d);
   uint8_t fill = 0;
@@ -326,14 +313,17 @@ static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g) {
     sample_state win = is_flip ? (sample_state){0, 0, w, h} : *state_of(n, i);
     d[i] = (ladle__gpu_crop_flip_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
                                        h, w, (int)shape[2], ladle_dtype_size(n->in[0].dtype), win.x0, win.y0, win.w,
-                                       win.h, is_flip && ladle__arg_int(n, &s, 0) != 0,
-                                       is_flip && ladle__arg_int(n, &s, 1) != 0, fill};
+                                       win.h, is_flip && ladle__arg_int(n, &s, FLIP_HORIZONTAL) != 0,
+                                       is_flip && ladle__arg_int(n, &s, FLIP_VERTICAL) != 0, fill};
   }
   void *host = NULL, *dev = NULL;
   size_t bytes = ladle__gpu_crop_flip_param_bytes(batch);
   if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
   return st == LADLE_OK ? ladle__gpu_crop_flip(d, batch, host, dev, bytes, g->stream) : st;
 }
+
+static ladle_status crop_run_batch(ladle__node *n, ladle__gpu *g) { return crop_flip_run_batch(n, g, 0); }
+static ladle_status flip_run_batch(ladle__node *n, ladle__gpu *g) { return crop_flip_run_batch(n, g, 1); }
 
 /* crop_mirror_normalize with the resize before it in one kernel (plan.c). */
 static ladle_status fused_run_batch(ladle__node *n, ladle__gpu *g) {
@@ -384,38 +374,48 @@ static ladle_status cmn_run_batch(ladle__node *n, ladle__gpu *g) {
   if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
   return st == LADLE_OK ? ladle__gpu_crop_mirror_normalize(d, batch, host, dev, bytes, g->stream) : st;
 }
-#define CROP_FLIP_RUN_BATCH crop_flip_run_batch
+#define CROP_RUN_BATCH crop_run_batch
+#define FLIP_RUN_BATCH flip_run_batch
 #define CMN_RUN_BATCH cmn_run_batch
 #else
-#define CROP_FLIP_RUN_BATCH NULL
+#define CROP_RUN_BATCH NULL
+#define FLIP_RUN_BATCH NULL
 #define CMN_RUN_BATCH NULL
 #endif
 
 const ladle__op_def ladle__op_crop = {
-    .schema = {"crop", "Cuts a window (crop, crop_w/crop_h at crop_pos_x/crop_pos_y) out of HWC images.", 1, 1, 1,
-               LADLE_ON_CPU_GPU, ARG_CROP_COUNT, crop_args},
+    .schema = {.name = "crop",
+               .doc = "Cuts a window (crop, crop_w/crop_h at crop_pos_x/crop_pos_y) out of HWC images.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU,
+               .num_args = ARG_CROP_COUNT, .args = crop_args},
     .sample_state_size = sizeof(sample_state),
     .init = crop_init,
     .fini = state_fini,
     .setup = crop_setup,
     .run = crop_run,
-    .run_batch = CROP_FLIP_RUN_BATCH,
+    .run_batch = CROP_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_flip = {
-    .schema = {"flip", "Flips HWC images horizontally and/or vertically (per-sample arguments allowed).", 1, 1, 1,
-               LADLE_ON_CPU_GPU, 2, flip_args},
+    .schema = {.name = "flip",
+               .doc = "Flips HWC images horizontally and/or vertically (per-sample arguments allowed).",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU,
+               .num_args = FLIP_COUNT, .args = flip_args},
     .init = flip_init,
     .setup = flip_setup,
     .run = flip_run,
-    .run_batch = CROP_FLIP_RUN_BATCH,
+    .run_batch = FLIP_RUN_BATCH,
 };
 
 const ladle__op_def ladle__op_crop_mirror_normalize = {
-    .schema = {"crop_mirror_normalize",
-               "Crops, mirrors, normalizes ((in - mean) / std * scale + shift), casts and lays out uint8 HWC "
-               "images in one pass.",
-               1, 1, 1, LADLE_ON_CPU_GPU, ARG_CMN_COUNT, cmn_args},
+    .schema = {.name = "crop_mirror_normalize",
+               .doc = "Crops, mirrors, normalizes ((in - mean) / std * scale + shift), casts and lays out uint8 HWC "
+                      "images in one pass.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_GPU,
+               .num_args = ARG_CMN_COUNT, .args = cmn_args},
     .sample_state_size = sizeof(sample_state),
     .init = cmn_init,
     .fini = state_fini,

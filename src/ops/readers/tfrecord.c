@@ -7,7 +7,7 @@
 
 #include "io/tfrecord_index.h"
 #include "ops/op.h"
-#include "ops/reader_args.h"
+#include "ops/readers/reader_args.h"
 
 enum {
   ARG_PATH, ARG_INDEX_PATH, ARG_FEATURE_NAMES, ARG_FEATURE_TYPES, ARG_FEATURE_SIZES, ARG_FEATURE_DEFAULTS,
@@ -18,40 +18,33 @@ enum {
 #define OUTPUTS_PER_FEATURE (-1 - ARG_FEATURE_NAMES)
 
 static const ladle_arg_schema args[ARG_COUNT] = {
-    [ARG_PATH] = {"path", LADLE_ARG_STRINGS, 0, 1, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0, LADLE_NO_RANGE,
-                  "The TFRecord files (uncompressed). Records are numbered in file order, file by file."},
-    [ARG_INDEX_PATH] = {"index_path", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                        LADLE_NO_RANGE,
-                        "Accepted for DALI scripts and ignored: ladle indexes the files itself at build, reading "
-                        "only the 12-byte record headers (DALI's tfrecord2idx files are not needed)."},
-    [ARG_FEATURE_NAMES] = {"feature_names", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                           LADLE_NO_RANGE,
-                           "One output per entry, in this order: the values of the Example feature of that "
-                           "name, as a 1-D tensor. 1 to 4 entries. Required (Python's `features` dict sets it, "
-                           "with the other feature_* lists)."},
-    [ARG_FEATURE_TYPES] = {"feature_types", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                           LADLE_NO_RANGE,
-                           "One per feature name: \"string\" (a bytes_list, output as uint8: the bytes of its "
-                           "values concatenated, usually the one value), \"int64\" (an int64_list, output "
-                           "int64) or \"float32\" (a float_list, output float32). A feature of another list "
-                           "type fails, naming file, record offset and feature. Required: one per name."},
-    [ARG_FEATURE_SIZES] = {"feature_sizes", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0, -1.0,
-                           9.2e18,
-                           "One per feature name: the number of values every record's feature must have "
-                           "(FixedLenFeature: the product of its shape; a string feature of shape () has 1 value), "
-                           "or -1 for any number (VarLenFeature). Default: -1 for all."},
-    [ARG_FEATURE_DEFAULTS] = {"feature_defaults", LADLE_ARG_STRINGS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_STRINGS), 0,
-                              LADLE_NO_RANGE,
-                              "One per feature name: the output for a record that lacks the feature. \"string\": "
-                              "the text's bytes (UTF-8); \"int64\", \"float32\": numbers separated by spaces or "
-                              "commas (\"\" for none). With feature_sizes n > 1, a single number is repeated n "
-                              "times; otherwise the count must match n. Without a default (see "
-                              "feature_has_default) an absent feature fails, naming file, record offset and "
-                              "feature."},
-    [ARG_FEATURE_HAS_DEFAULT] = {"feature_has_default", LADLE_ARG_INTS, 0, 0, LADLE_NONE_VALUE(LADLE_ARG_INTS), 0,
-                                 0.0, 1.0,
-                                 "One per feature name: 1 where feature_defaults holds a default, 0 where the "
-                                 "feature has none. Default: 1 for all when feature_defaults is given, else 0."},
+    [ARG_PATH] = {LADLE_REQUIRED_ARG("path", LADLE_ARG_STRINGS),
+        .doc = "The TFRecord files (uncompressed). Records are numbered in file order, file by file."},
+    [ARG_INDEX_PATH] = {LADLE_OPTIONAL_ARG("index_path", LADLE_ARG_STRINGS),
+        .doc = "Accepted for DALI scripts and ignored: ladle indexes the files itself at build, reading only "
+               "the 12-byte record headers (DALI's tfrecord2idx files are not needed)."},
+    [ARG_FEATURE_NAMES] = {LADLE_OPTIONAL_ARG("feature_names", LADLE_ARG_STRINGS),
+        .doc = "One output per entry, in this order: the values of the Example feature of that name, as a 1-D "
+               "tensor. 1 to 4 entries. Required (Python's `features` dict sets it, with the other feature_* "
+               "lists)."},
+    [ARG_FEATURE_TYPES] = {LADLE_OPTIONAL_ARG("feature_types", LADLE_ARG_STRINGS),
+        .doc = "One per feature name: \"string\" (a bytes_list, output as uint8: the bytes of its values "
+               "concatenated, usually the one value), \"int64\" (an int64_list, output int64) or \"float32\" (a "
+               "float_list, output float32). A feature of another list type fails, naming file, record offset "
+               "and feature. Required: one per name."},
+    [ARG_FEATURE_SIZES] = {LADLE_OPTIONAL_ARG("feature_sizes", LADLE_ARG_INTS), LADLE_RANGE(-1.0, 9.2e18),
+        .doc = "One per feature name: the number of values every record's feature must have (FixedLenFeature: "
+               "the product of its shape; a string feature of shape () has 1 value), or -1 for any number "
+               "(VarLenFeature). Default: -1 for all."},
+    [ARG_FEATURE_DEFAULTS] = {LADLE_OPTIONAL_ARG("feature_defaults", LADLE_ARG_STRINGS),
+        .doc = "One per feature name: the output for a record that lacks the feature. \"string\": the text's "
+               "bytes (UTF-8); \"int64\", \"float32\": numbers separated by spaces or commas (\"\" for none). "
+               "With feature_sizes n > 1, a single number is repeated n times; otherwise the count must match "
+               "n. Without a default (see feature_has_default) an absent feature fails, naming file, record "
+               "offset and feature."},
+    [ARG_FEATURE_HAS_DEFAULT] = {LADLE_OPTIONAL_ARG("feature_has_default", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1.0),
+        .doc = "One per feature name: 1 where feature_defaults holds a default, 0 where the feature has none. "
+               "Default: 1 for all when feature_defaults is given, else 0."},
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 
@@ -305,15 +298,17 @@ done:
 }
 
 const ladle__op_def ladle__op_readers_tfrecord = {
-    .schema = {"readers.tfrecord",
-               "Reads tf.train.Example records from TFRecord files: each feature_names entry gives one output, "
-               "the values of that feature as a 1-D tensor (uint8 bytes, int64 or float32; its length may vary "
-               "per record unless feature_sizes fixes it). Files are indexed at build from the record headers "
-               "(index_path is ignored); records are read with pread and their data CRC checked (a mismatch is "
-               "a CorruptDataError naming file and record offset). Python: use fn.readers.tfrecord(path, "
-               "index_path, features={name: ladle.tfrecord.FixedLenFeature(...)}), which returns a dict. "
-               "Sharding and shuffling as readers.file.",
-               0, 0, OUTPUTS_PER_FEATURE, LADLE_ON_CPU, ARG_COUNT, args},
+    .schema = {.name = "readers.tfrecord",
+               .doc = "Reads tf.train.Example records from TFRecord files: each feature_names entry gives one output, "
+                      "the values of that feature as a 1-D tensor (uint8 bytes, int64 or float32; its length may vary "
+                      "per record unless feature_sizes fixes it). Files are indexed at build from the record headers "
+                      "(index_path is ignored); records are read with pread and their data CRC checked (a mismatch is "
+                      "a CorruptDataError naming file and record offset). Python: use fn.readers.tfrecord(path, "
+                      "index_path, features={name: ladle.tfrecord.FixedLenFeature(...)}), which returns a dict. "
+                      "Sharding and shuffling as readers.file.",
+               .min_inputs = 0, .max_inputs = 0, .num_outputs = OUTPUTS_PER_FEATURE,
+               .devices = LADLE_ON_CPU, .flags = LADLE_OP_READER,
+               .num_args = ARG_COUNT, .args = args},
     .init = tfr_init,
     .fini = tfr_fini,
     .plan = tfr_plan,

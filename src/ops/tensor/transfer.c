@@ -31,9 +31,11 @@ static ladle_status transfer_run_batch(ladle__node *n, ladle__gpu *g) {
 }
 
 const ladle__op_def ladle__op_transfer_to_gpu = {
-    .schema = {"transfer.to_gpu", "Copies a batch from host to GPU memory (DataNode.gpu()).", 1, 1, 1,
-               LADLE_ON_MIXED, 0, NULL},
-    .moves_data_only = 1,
+    .schema = {.name = "transfer.to_gpu",
+               .doc = "Copies a batch from host to GPU memory (DataNode.gpu()).",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_MIXED, .flags = LADLE_OP_MOVES_DATA,
+               .num_args = 0, .args = NULL},
     .init = transfer_init,
     .setup = transfer_setup,
     .run_batch = transfer_run_batch,

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 
 #include "codec/image.h"
-#include "ops/decoders.h"
-#include "ops/random_crop.h"
+#include "ops/image/decoders.h"
+#include "ops/image/random_crop.h"
 
 enum {
   ARG_OUTPUT_TYPE, ARG_ADJUST_ORIENTATION, ARG_HW_DECODER_LOAD, ARG_DEVICE_MEMORY_PADDING,
@@ -14,24 +14,24 @@ enum {
   ARG_RANDOM_AREA = ARG_COMMON_COUNT, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_CROP_COUNT
 };
 
-#define COMMON_ARGS                                                                                       \
-  [ARG_OUTPUT_TYPE] = {"output_type", LADLE_ARG_STRING, 1, 0, LADLE_STRING_VALUE("RGB"), 0, LADLE_NO_RANGE, \
-                       "Colour of the output: \"RGB\", \"BGR\" or \"GRAY\"."},                             \
-  [ARG_ADJUST_ORIENTATION] = {"adjust_orientation", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(1), 0,           \
-                              LADLE_NO_RANGE, "Apply the EXIF orientation, so the output is the image as displayed."}, \
-  [ARG_HW_DECODER_LOAD] = {"hw_decoder_load", LADLE_ARG_FLOAT, 1, 0, LADLE_FLOAT_VALUE(0.8), 0, 0.0, 1.0,   \
-                           "mixed: the share of JPEGs given to nvJPEG; the CPU workers decode the rest at the "  \
-                           "same time (DALI's default is 0.65; 0.8 was fastest on an H200 with 16 cores)."},       \
-  [ARG_DEVICE_MEMORY_PADDING] = {"device_memory_padding", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(16 << 20), 0, \
-                                 LADLE_NO_RANGE, "Accepted for DALI scripts; ladle's pools size themselves."}, \
-  [ARG_HOST_MEMORY_PADDING] = {"host_memory_padding", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(8 << 20), 0,     \
-                               LADLE_NO_RANGE, "Accepted for DALI scripts; ladle's pools size themselves."}, \
-  [ARG_PREALLOCATE_WIDTH_HINT] = {"preallocate_width_hint", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 0,      \
-                                  LADLE_NO_RANGE, "Accepted for DALI scripts; no effect."},               \
-  [ARG_PREALLOCATE_HEIGHT_HINT] = {"preallocate_height_hint", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(0), 0,    \
-                                   LADLE_NO_RANGE, "Accepted for DALI scripts; no effect."},              \
-  [ARG_USE_FAST_IDCT] = {"use_fast_idct", LADLE_ARG_BOOL, 1, 0, LADLE_BOOL_VALUE(0), 0, LADLE_NO_RANGE,      \
-                         "Accepted for DALI scripts; ladle always uses the accurate IDCT."}
+#define COMMON_ARGS \
+  [ARG_OUTPUT_TYPE] = {LADLE_STRING_ARG("output_type", "RGB"), LADLE_CHOICES("RGB", "BGR", "GRAY"), \
+      .doc = "Colour of the output: \"RGB\", \"BGR\" or \"GRAY\"."}, \
+  [ARG_ADJUST_ORIENTATION] = {LADLE_BOOL_ARG("adjust_orientation", 1), \
+      .doc = "Apply the EXIF orientation, so the output is the image as displayed."}, \
+  [ARG_HW_DECODER_LOAD] = {LADLE_FLOAT_ARG("hw_decoder_load", 0.8), LADLE_RANGE(0.0, 1.0), \
+      .doc = "mixed: the share of JPEGs given to nvJPEG; the CPU workers decode the rest at the same time " \
+             "(DALI's default is 0.65; 0.8 was fastest on an H200 with 16 cores)."}, \
+  [ARG_DEVICE_MEMORY_PADDING] = {LADLE_INT_ARG("device_memory_padding", 16 << 20), \
+      .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
+  [ARG_HOST_MEMORY_PADDING] = {LADLE_INT_ARG("host_memory_padding", 8 << 20), \
+      .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
+  [ARG_PREALLOCATE_WIDTH_HINT] = {LADLE_INT_ARG("preallocate_width_hint", 0), \
+      .doc = "Accepted for DALI scripts; no effect."}, \
+  [ARG_PREALLOCATE_HEIGHT_HINT] = {LADLE_INT_ARG("preallocate_height_hint", 0), \
+      .doc = "Accepted for DALI scripts; no effect."}, \
+  [ARG_USE_FAST_IDCT] = {LADLE_BOOL_ARG("use_fast_idct", 0), \
+      .doc = "Accepted for DALI scripts; ladle always uses the accurate IDCT."}
 
 static const double default_area[] = {0.08, 1.0};
 static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};
@@ -39,12 +39,12 @@ static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};
 static const ladle_arg_schema image_args[ARG_COMMON_COUNT] = {COMMON_ARGS};
 static const ladle_arg_schema crop_args[ARG_CROP_COUNT] = {
     COMMON_ARGS,
-    [ARG_RANDOM_AREA] = {"random_area", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_area), 0, 0.0, 1.0,
-                         "Range [min, max] of the crop's area as a fraction of the image's."},
-    [ARG_RANDOM_ASPECT_RATIO] = {"random_aspect_ratio", LADLE_ARG_FLOATS, 1, 0, LADLE_FLOATS_VALUE(default_aspect),
-                                 0, 1e-6, 1e6, "Range [min, max] of the crop's width/height, drawn log-uniformly."},
-    [ARG_NUM_ATTEMPTS] = {"num_attempts", LADLE_ARG_INT, 1, 0, LADLE_INT_VALUE(10), 0, 1.0, 1000.0,
-                          "Windows tried before falling back to a centred crop of the whole image."},
+    [ARG_RANDOM_AREA] = {LADLE_FLOATS_ARG("random_area", default_area), LADLE_RANGE(0.0, 1.0),
+        .doc = "Range [min, max] of the crop's area as a fraction of the image's."},
+    [ARG_RANDOM_ASPECT_RATIO] = {LADLE_FLOATS_ARG("random_aspect_ratio", default_aspect), LADLE_RANGE(1e-6, 1e6),
+        .doc = "Range [min, max] of the crop's width/height, drawn log-uniformly."},
+    [ARG_NUM_ATTEMPTS] = {LADLE_INT_ARG("num_attempts", 10), LADLE_RANGE(1.0, 1000.0),
+        .doc = "Windows tried before falling back to a centred crop of the whole image."},
 };
 
 typedef struct sample_state {
@@ -64,22 +64,16 @@ static ladle_status mixed_run_batch(ladle__node *n, ladle__gpu *g);
 #define MIXED_RUN_BATCH NULL
 #endif
 
-static ladle_status decoder_init(ladle__node *n) {
-  static const char *const colors[] = {"RGB", "BGR", "GRAY", NULL};
+static ladle_status decoder_init(ladle__node *n, int random_crop) {
   ladle__decoder_state *d = calloc(1, sizeof *d);
   if (!d) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
   n->state = d;
-  int color = ladle__choice(ladle__arg_string(n, ARG_OUTPUT_TYPE), colors, NULL);
-  if (color < 0)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
-                         "argument 'output_type' = \"%s\": use \"RGB\", \"BGR\" or \"GRAY\"",
-                         ladle__arg_string(n, ARG_OUTPUT_TYPE));
-  d->color = (ladle__color)color;
+  d->color = (ladle__color)ladle__arg_choice(n, ARG_OUTPUT_TYPE);
   d->apply_orientation = (int)ladle__arg_int(n, NULL, ARG_ADJUST_ORIENTATION);
   d->gpu_share = ladle__arg_float(n, NULL, ARG_HW_DECODER_LOAD);
   if (n->in[0].dtype != LADLE_UINT8 || n->in[0].ndim != 1)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be encoded bytes (uint8, 1-D)");
-  if (n->def->schema.num_args == ARG_CROP_COUNT) {
+  if (random_crop) {
     const ladle_value *area = ladle__arg_value(n, ARG_RANDOM_AREA), *aspect = ladle__arg_value(n, ARG_RANDOM_ASPECT_RATIO);
     if (area->count != 2 || area->u.floats[0] > area->u.floats[1] || area->u.floats[1] <= 0)
       return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'random_area' must be [min, max] with 0 <= min <= max <= 1, max > 0");
@@ -95,6 +89,9 @@ static ladle_status decoder_init(ladle__node *n) {
 #endif
   return LADLE_OK;
 }
+
+static ladle_status image_init(ladle__node *n) { return decoder_init(n, 0); }
+static ladle_status image_random_crop_init(ladle__node *n) { return decoder_init(n, 1); }
 
 static void decoder_fini(ladle__node *n) {
 #ifdef LADLE_HAVE_CUDA
@@ -149,12 +146,14 @@ static ladle_status decoder_run(ladle__node *n, ladle__sample *s) {
 }
 
 const ladle__op_def ladle__op_decoders_image = {
-    .schema = {"decoders.image",
-               "Decodes JPEG and PNG images (the format is sniffed from the bytes) to HWC uint8. CMYK becomes "
-               "RGB, 16-bit PNG is reduced to 8 bits, alpha is dropped.",
-               1, 1, 1, LADLE_ON_CPU_MIXED, ARG_COMMON_COUNT, image_args},
+    .schema = {.name = "decoders.image",
+               .doc = "Decodes JPEG and PNG images (the format is sniffed from the bytes) to HWC uint8. CMYK becomes "
+                      "RGB, 16-bit PNG is reduced to 8 bits, alpha is dropped.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_MIXED,
+               .num_args = ARG_COMMON_COUNT, .args = image_args},
     .sample_state_size = sizeof(sample_state),
-    .init = decoder_init,
+    .init = image_init,
     .fini = decoder_fini,
     .setup = decoder_setup,
     .run = decoder_run,
@@ -162,12 +161,14 @@ const ladle__op_def ladle__op_decoders_image = {
 };
 
 const ladle__op_def ladle__op_decoders_image_random_crop = {
-    .schema = {"decoders.image_random_crop",
-               "Decodes a random window of each image (area fraction in random_area, aspect ratio in "
-               "random_aspect_ratio), decoding only that window.",
-               1, 1, 1, LADLE_ON_CPU_MIXED, ARG_CROP_COUNT, crop_args},
+    .schema = {.name = "decoders.image_random_crop",
+               .doc = "Decodes a random window of each image (area fraction in random_area, aspect ratio in "
+                      "random_aspect_ratio), decoding only that window.",
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
+               .devices = LADLE_ON_CPU_MIXED, .flags = LADLE_OP_RANDOM,
+               .num_args = ARG_CROP_COUNT, .args = crop_args},
     .sample_state_size = sizeof(sample_state),
-    .init = decoder_init,
+    .init = image_random_crop_init,
     .fini = decoder_fini,
     .setup = decoder_setup,
     .run = decoder_run,
