@@ -39,6 +39,71 @@ def requires_ops(*names):
     return pytest.mark.skipif(bool(missing), reason=f"operator(s) not registered yet: {', '.join(missing)}")
 
 
+def dali_or_skip():
+    """NVIDIA DALI (the reference of the differential tests), or a skip saying how to get it."""
+    try:
+        import nvidia.dali  # noqa: F401
+    except ImportError:
+        pytest.skip("NVIDIA DALI is not installed (pip install nvidia-dali-cuda130): differential test skipped")
+    import nvidia.dali.fn
+    import nvidia.dali.types
+
+    return nvidia.dali
+
+
+def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
+    """Runs the same graph in ladle and in DALI (on the CPU, device_id=None)
+    and returns (ladle_outputs, dali_outputs): per output, the list of samples
+    (NumPy copies) of all iterations.
+
+    graph(fn, types, **inputs) builds the outputs from external sources named
+    by `feeds` (name -> list of per-iteration batches, each a list of arrays
+    or an [N, ...] array; every source gets the layout of its first array's
+    rank: HWC for 3-D). Skips when DALI is absent."""
+    dali = dali_or_skip()
+    import nvidia.dali.fn as dfn
+    import nvidia.dali.types as dtypes
+
+    results = []
+    for lib_fn, lib_types, make in ((fn, ladle.types, lambda: ladle.Pipeline(batch_size=batch_size, num_threads=2,
+                                                                             seed=seed or 0, **pipe_args)),
+                                    (dfn, dtypes, lambda: dali.Pipeline(batch_size=batch_size, num_threads=2,
+                                                                       device_id=None, seed=seed or 0, **pipe_args))):
+        pipe = make()
+        with pipe:
+            nodes = {}
+            for name, batches in feeds.items():
+                first = np.asarray(batches[0][0])
+                layout = "HWC" if first.ndim == 3 else ""
+                nodes[name] = lib_fn.external_source(name=name, dtype=_to_types(lib_types, first.dtype),
+                                                     ndim=first.ndim, layout=layout or None)
+            outs = graph(lib_fn, lib_types, **nodes)
+            outs = outs if isinstance(outs, tuple) else (outs,)
+            pipe.set_outputs(*outs)
+        pipe.build()
+        got = [[] for _ in outs]
+        for it in range(iterations):
+            for name, batches in feeds.items():
+                pipe.feed_input(name, [np.ascontiguousarray(x) for x in batches[it]])
+            for k, tl in enumerate(pipe.run()):
+                if lib_fn is dfn and hasattr(tl, "as_cpu"):
+                    tl = tl.as_cpu()
+                got[k] += [np.array(tl.at(i)) for i in range(len(tl))]
+        if lib_fn is fn:
+            pipe.close()
+        else:
+            del pipe
+        results.append(got if len(got) > 1 else got[0])
+    return tuple(results)
+
+
+def _to_types(lib_types, dtype):
+    names = {"uint8": "UINT8", "int8": "INT8", "int16": "INT16", "uint16": "UINT16", "int32": "INT32",
+             "uint32": "UINT32", "int64": "INT64", "uint64": "UINT64", "float16": "FLOAT16", "float32": "FLOAT",
+             "float64": "FLOAT64", "bool": "BOOL"}
+    return getattr(lib_types, names[np.dtype(dtype).name])
+
+
 def pytest_collection_modifyitems(config, items):
     if cuda_usable():
         return
