@@ -27,7 +27,6 @@ _DALI_IGNORED = frozenset({
     "py_callback_pickler",
     "output_dtype",
     "output_ndim",
-    "enable_checkpointing",
     "enable_conditionals",
     "exec_dynamic",
     "experimental_exec_dynamic",
@@ -306,6 +305,13 @@ class Pipeline:
         default: 512 Mpx); bigger images fail with LimitError.
       thread_pool: a ladle.ThreadPool to run on instead of num_threads
         workers of the pipeline's own; pipelines may share one.
+      enable_checkpointing: allow checkpoint() (DALI's argument).
+      checkpoint: a string from checkpoint() (or a file's contents): the
+        pipeline resumes there when built, byte for byte as if it had run on.
+        A checkpoint is ladle's position: since every random choice and
+        every shuffle is a function of (seed, epoch, sample), the position is
+        all the state there is. Pipelines fed by external sources have no
+        position to return to and refuse it.
 
     Other DALI arguments are accepted and ignored with a warning.
 
@@ -318,7 +324,7 @@ class Pipeline:
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
-                 **kwargs):
+                 enable_checkpointing=False, checkpoint=None, **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -348,6 +354,11 @@ class Pipeline:
         self._no_copy = {}  # external_source name -> its no_copy
         self._num_outputs = 0
         self._built = False
+        self._op_list = []  # schema names in the order added: a checkpoint's graph fingerprint
+        self._checkpointing = bool(enable_checkpointing)
+        if checkpoint is not None and not self._checkpointing:
+            raise _ladle.InvalidArgumentError("Pipeline: checkpoint= needs enable_checkpointing=True (as in DALI)")
+        self._restore = _parse_checkpoint(checkpoint) if checkpoint is not None else None
 
     # --- DALI's attributes -----------------------------------------------
 
@@ -419,6 +430,7 @@ class Pipeline:
                 e.args = ("fn." + text,) + e.args[1:]
             raise
         self._op_names.add(name)
+        self._op_list.append(op_name)
         if "reader" in op_schemas()[op_name]["flags"]:
             self._readers.append(name)
         return first, name
@@ -475,6 +487,8 @@ class Pipeline:
         self._handle().build()
         if not self._built:
             self._built = True
+            if self._restore is not None:
+                self._resume(self._restore)
             self._feed_from_sources()
 
     def run(self):
@@ -544,6 +558,36 @@ class Pipeline:
         """Makes the next run() return iteration `iteration` (resume)."""
         self._handle().set_position(iteration)
 
+    # --- checkpoints (DALI's enable_checkpointing / checkpoint()) ------------
+
+    def checkpoint(self, filename=None):
+        """The pipeline's state as a string (also written to `filename` when
+        given): pass it as Pipeline(checkpoint=...) to resume after the last
+        iteration run() returned. Needs enable_checkpointing=True."""
+        return self._checkpoint(self.get_position() if self._built else 0, filename)
+
+    def _checkpoint(self, iteration, filename=None):
+        if not self._checkpointing:
+            raise _ladle.StateError("checkpoint(): create the pipeline with enable_checkpointing=True")
+        if self._sources:
+            raise _ladle.StateError("checkpoint(): a pipeline fed by external sources has no position to "
+                                    "return to (fed data cannot be replayed)")
+        text = json.dumps({"format": _CHECKPOINT_FORMAT, "iteration": int(iteration),
+                           "batch_size": self._batch_size, "seed": self._seed, "operators": self._op_list})
+        if filename is not None:
+            with open(filename, "w") as f:
+                f.write(text)
+        return text
+
+    def _resume(self, state):
+        mine = {"batch_size": self._batch_size, "seed": self._seed, "operators": self._op_list}
+        diff = [k for k in mine if state.get(k) != mine[k]]
+        if diff:
+            details = ", ".join(f"{k}: saved {state.get(k)!r}, here {mine[k]!r}" for k in diff)
+            raise _ladle.InvalidArgumentError(f"Pipeline(checkpoint=...): the pipeline is defined differently "
+                                              f"({details})")
+        self.set_position(int(state["iteration"]))
+
     def close(self):
         """Stops the pipeline and frees its threads and memory. Idempotent.
         Outputs already returned stay valid."""
@@ -562,6 +606,20 @@ class Pipeline:
         state = "closed" if self._closed else "built" if self._built else "defining"
         return (f"<ladle.Pipeline batch_size={self._batch_size} num_threads={self.num_threads} "
                 f"device_id={self._device_id} seed={self._seed} {state}>")
+
+
+_CHECKPOINT_FORMAT = "ladle.Pipeline.checkpoint/1"
+
+
+def _parse_checkpoint(text):
+    try:
+        state = json.loads(text)
+    except (TypeError, ValueError):
+        state = None
+    if not isinstance(state, dict) or state.get("format") != _CHECKPOINT_FORMAT:
+        raise _ladle.InvalidArgumentError("Pipeline(checkpoint=...): not a checkpoint of a ladle pipeline "
+                                          "(give the string checkpoint() returned)")
+    return state
 
 
 _PIPELINE_ARGS = frozenset(
