@@ -27,7 +27,6 @@ _DALI_IGNORED = frozenset({
     "py_callback_pickler",
     "output_dtype",
     "output_ndim",
-    "enable_conditionals",
     "exec_dynamic",
     "experimental_exec_dynamic",
     "stream",
@@ -246,8 +245,9 @@ class DataNode:
 
     def __bool__(self):
         raise TypeError(
-            "a DataNode has no truth value while the graph is defined; "
-            "per-sample conditions are not supported"
+            "a DataNode has no truth value while the graph is defined: for a per-sample `if`, define the "
+            "pipeline with @pipeline_def(enable_conditionals=True) (and combine conditions with &, | rather than "
+            "and, or, not)"
         )
 
 
@@ -305,6 +305,8 @@ class Pipeline:
         default: 512 Mpx); bigger images fail with LimitError.
       thread_pool: a ladle.ThreadPool to run on instead of num_threads
         workers of the pipeline's own; pipelines may share one.
+      enable_conditionals: per-sample `if` on DataNodes in a @pipeline_def
+        function (see ladle._conditionals for how and what is supported).
       enable_checkpointing: allow checkpoint() (DALI's argument).
       checkpoint: a string from checkpoint() (or a file's contents): the
         pipeline resumes there when built, byte for byte as if it had run on.
@@ -324,7 +326,7 @@ class Pipeline:
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
-                 enable_checkpointing=False, checkpoint=None, **kwargs):
+                 enable_conditionals=False, enable_checkpointing=False, checkpoint=None, **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -356,6 +358,7 @@ class Pipeline:
         self._built = False
         self._op_list = []  # schema names in the order added: a checkpoint's graph fingerprint
         self._checkpointing = bool(enable_checkpointing)
+        self._conditionals = bool(enable_conditionals)
         if checkpoint is not None and not self._checkpointing:
             raise _ladle.InvalidArgumentError("Pipeline: checkpoint= needs enable_checkpointing=True (as in DALI)")
         self._restore = _parse_checkpoint(checkpoint) if checkpoint is not None else None
@@ -640,6 +643,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
 
     def decorate(func):
         params = inspect.signature(func).parameters
+        converted = []  # the function with per-sample `if`s, made once on first need
 
         @functools.wraps(func)
         def create_pipeline(*args, **kwargs):
@@ -656,9 +660,16 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 else:
                     fn_kwargs[key] = value
             pipe = Pipeline(**ctor)
+            body = func
+            if pipe._conditionals:
+                if not converted:
+                    from . import _conditionals
+
+                    converted.append(_conditionals.convert(func))
+                body = converted[0]
             try:
                 with pipe:
-                    outputs = func(*args, **fn_kwargs)
+                    outputs = body(*args, **fn_kwargs)
                 if isinstance(outputs, DataNode):
                     outputs = (outputs,)
                 if not isinstance(outputs, (list, tuple)) or not outputs:
