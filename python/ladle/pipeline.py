@@ -8,6 +8,7 @@ called, so a wrong argument raises at the line that wrote it.
 import functools
 import inspect
 import json
+import logging
 import os
 import threading
 import warnings
@@ -33,6 +34,7 @@ _DALI_IGNORED = frozenset({
 })
 
 _local = threading.local()
+_log = logging.getLogger("ladle")
 
 
 def _definition_stack():
@@ -305,6 +307,19 @@ class Pipeline:
         default: 512 Mpx); bigger images fail with LimitError.
       thread_pool: a ladle.ThreadPool to run on instead of num_threads
         workers of the pipeline's own; pipelines may share one.
+      on_error: "raise" (the default): a bad sample fails its iteration,
+        naming the file; "skip": a sample of a reader whose reading, decoding
+        or processing fails on bad data (a corrupt, unreadable or
+        unsupported file, or one over a limit; never a wrong argument) is
+        dropped and its slot filled with the next good sample of its batch
+        (a duplicate), so batches stay full and every shard keeps its batch
+        count; the choice depends only on which files are bad. Each skip is
+        logged (logger "ladle", WARNING) and listed by skipped_samples().
+        Pipelines without a reader (external sources) still raise.
+      max_skipped_samples: with on_error="skip", how many distinct bad
+        samples are allowed before the pipeline raises LimitError listing
+        them: an int, or a float in (0, 1] meaning that fraction of the
+        reader's epoch; None (default): no limit.
       enable_conditionals: per-sample `if` on DataNodes in a @pipeline_def
         function (see ladle._conditionals for how and what is supported).
       enable_checkpointing: allow checkpoint() (DALI's argument).
@@ -326,7 +341,8 @@ class Pipeline:
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
-                 enable_conditionals=False, enable_checkpointing=False, checkpoint=None, **kwargs):
+                 enable_conditionals=False, enable_checkpointing=False, checkpoint=None, on_error="raise",
+                 max_skipped_samples=None, **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -357,6 +373,26 @@ class Pipeline:
         self._num_outputs = 0
         self._built = False
         self._op_list = []  # schema names in the order added: a checkpoint's graph fingerprint
+        if on_error not in ("raise", "skip"):
+            raise _ladle.InvalidArgumentError(f"Pipeline: on_error={on_error!r}: use 'raise' or 'skip'")
+        self._skip = on_error == "skip"
+        self._max_skipped, self._max_skipped_fraction = -1, 0.0
+        if max_skipped_samples is not None:
+            if not self._skip:
+                raise _ladle.InvalidArgumentError("Pipeline: max_skipped_samples needs on_error='skip'")
+            if isinstance(max_skipped_samples, bool) or not isinstance(max_skipped_samples, (int, float)):
+                raise _ladle.InvalidArgumentError(
+                    f"Pipeline: max_skipped_samples={max_skipped_samples!r}: give an int, or a float in (0, 1]")
+            if isinstance(max_skipped_samples, float):
+                if not 0 < max_skipped_samples <= 1:
+                    raise _ladle.InvalidArgumentError(
+                        f"Pipeline: max_skipped_samples={max_skipped_samples} as a fraction must be in (0, 1]")
+                self._max_skipped_fraction = max_skipped_samples
+            elif max_skipped_samples < 0:
+                raise _ladle.InvalidArgumentError(f"Pipeline: max_skipped_samples={max_skipped_samples} < 0")
+            else:
+                self._max_skipped = int(max_skipped_samples)
+        self._logged_skips = 0
         self._checkpointing = bool(enable_checkpointing)
         self._conditionals = bool(enable_conditionals)
         if checkpoint is not None and not self._checkpointing:
@@ -413,7 +449,8 @@ class Pipeline:
         if self._c is None:
             pool = self._thread_pool._c if self._thread_pool is not None else None
             self._c = _ladle._Pipeline(self._batch_size, self._num_threads, self._device_id, self._seed,
-                                       self._prefetch_queue_depth, self._max_pixels, self._cpus, pool)
+                                       self._prefetch_queue_depth, self._max_pixels, self._cpus, pool,
+                                       self._skip, self._max_skipped, self._max_skipped_fraction)
         return self._c
 
     def _add_op(self, op_name, device, inputs, args, name):
@@ -512,9 +549,24 @@ class Pipeline:
             raise
         except _ladle.Error:  # a failed iteration is used up too
             self._ahead = max(0, self._ahead - 1)
+            if self._skip:
+                self._log_skips()
             raise
         self._ahead = max(0, self._ahead - 1)
+        if self._skip:
+            self._log_skips()
         return tuple(TensorList(b) for b in batches)
+
+    def _log_skips(self):
+        for s in self._handle().skipped(self._logged_skips):
+            _log.warning("skipped a bad sample: %s (record %d, epoch %d): %s", s["name"] or "(unnamed)", s["record"],
+                         s["epoch"], s["error"])
+            self._logged_skips += 1
+
+    def skipped_samples(self):
+        """The bad samples skipped so far (on_error="skip"), each once: dicts
+        with record, epoch, iteration, name (the file) and error."""
+        return self._handle().skipped(0)
 
     # DALI's split form of run(), for code written against it. ladle always
     # prepares iterations ahead, so scheduling is a no-op.

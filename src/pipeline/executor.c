@@ -7,6 +7,10 @@
  * block, run. The first failing sample (lowest slot) decides the iteration's
  * error, so the message does not depend on thread timing either.
  *
+ * With skip_bad_samples (pipeline/skip.h), a pass goes on past failing
+ * samples; when every failure was bad data, their records are logged as bad
+ * and the iteration is prepared again with those slots filled from good ones.
+ *
  * A graph with external sources waits until each has a fed batch; that
  * iteration's batch size is the fed batches' (config.batch_size), at most
  * params.batch_size, which everything allocated at build is sized for. */
@@ -29,6 +33,9 @@ typedef struct pass {
   int64_t iteration;
   unsigned generation;
   int setup; /* 1: setup pass, 0: run pass */
+  int collect;       /* skip_bad_samples: go on past failures, noting data errors per slot */
+  int data_failures; /* slots that failed with a data error (collect) */
+  int fatal;         /* a failure that is not bad data */
   pthread_mutex_t lock;
   int failed_slot; /* lowest failing slot, or batch_size */
   ladle_status status;
@@ -45,7 +52,7 @@ static void run_sample(void *ctx, int slot, int worker) {
   ladle_pipeline *p = ps->p;
   if (abandoned(ps)) return;
   pthread_mutex_lock(&ps->lock);
-  int skip = ps->failed_slot < slot;
+  int skip = !ps->collect && ps->failed_slot < slot;
   pthread_mutex_unlock(&ps->lock);
   if (skip) return;
   ladle__sample s = {slot, worker, &p->refs[slot], p->names[slot],
@@ -59,6 +66,13 @@ static void run_sample(void *ctx, int slot, int worker) {
   else
     ladle__wrap_error(st, "sample %d of iteration %lld", slot, (long long)ps->iteration);
   pthread_mutex_lock(&ps->lock);
+  if (ps->collect && ladle__skip_data_error(st)) {
+    p->skip.failed[slot] = 1;
+    snprintf(p->skip.messages[slot], LADLE_ERROR_MAX, "%s", ladle_last_error());
+    ps->data_failures++;
+  } else {
+    ps->fatal = 1;
+  }
   if (slot < ps->failed_slot) {
     ps->failed_slot = slot;
     ps->status = st;
@@ -71,6 +85,7 @@ static ladle_status run_pass(pass *ps) {
   int batch = ps->p->config.batch_size;
   ps->failed_slot = batch;
   ps->status = LADLE_OK;
+  ps->data_failures = ps->fatal = 0;
   ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
   if (ps->failed_slot < batch) {
     ladle__restore_error(ps->error);
@@ -132,25 +147,33 @@ static ladle_status take_fed(ladle_pipeline *p) {
   return LADLE_OK;
 }
 
-/* Runs one iteration; on success out[] gets the pipeline's outputs. */
-static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
-                                  ladle_batch **out) {
+/* The samples of an iteration: the reader's plan, or numbered slots. */
+static ladle_status plan_samples(ladle_pipeline *p, int64_t iteration, int batch) {
+  if (p->reader) {
+    ladle_status st = p->reader->def->plan(p->reader, iteration, p->refs);
+    if (st != LADLE_OK) return st;
+    for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
+    return LADLE_OK;
+  }
+  int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
+  for (int i = 0; i < batch; i++) {
+    p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
+    p->names[i] = NULL;
+  }
+  return LADLE_OK;
+}
+
+/* One attempt at an iteration's operators; on success out[] gets the
+ * pipeline's outputs. *skippable: it failed on bad data only (collect). */
+static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned generation, ladle_batch **out,
+                            int *skippable) {
   ladle_status st = LADLE_OK;
   int batch = p->config.batch_size; /* this iteration's: fed batches may be smaller */
-  pass ps = {.p = p, .iteration = iteration, .generation = generation};
+  pass ps = {.p = p, .iteration = iteration, .generation = generation, .collect = p->skip.enabled && p->reader && !p->num_fed};
   pthread_mutex_init(&ps.lock, NULL);
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  *skippable = 0;
   if (gpu) LADLE_TRY(ladle__gpu_begin(p->gpu));
-  if (p->reader) {
-    LADLE_TRY(p->reader->def->plan(p->reader, iteration, p->refs));
-    for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
-  } else {
-    int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
-    for (int i = 0; i < batch; i++) {
-      p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
-      p->names[i] = NULL;
-    }
-  }
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     int64_t t0 = ladle__now_ns();
@@ -164,7 +187,9 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)p->names));
     ps.node = n;
     ps.setup = 1;
-    LADLE_TRY(run_pass(&ps));
+    st = run_pass(&ps);
+    *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
+    if (st != LADLE_OK) goto done;
     for (int k = 0; k < n->num_outputs; k++) {
       int ndim = n->out[k].ndim;
       int64_t *shapes = p->shapes;
@@ -180,7 +205,9 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     }
     if (n->device == LADLE_ON_CPU) {
       ps.setup = 0;
-      LADLE_TRY(run_pass(&ps));
+      st = run_pass(&ps);
+      *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
+      if (st != LADLE_OK) goto done;
     } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
       st = n->def->run_batch(n, gpu);
       if (st != LADLE_OK) {
@@ -208,6 +235,29 @@ done:
     p->value_batches[v] = NULL;
   }
   pthread_mutex_destroy(&ps.lock);
+  return st;
+}
+
+/* Runs one iteration; on success out[] gets the pipeline's outputs. Bad
+ * samples (skip_bad_samples) cost one more attempt per batch they appear in
+ * first; once known they are replaced before the attempt. */
+static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
+                                  ladle_batch **out) {
+  int batch = p->config.batch_size;
+  ladle_status st = plan_samples(p, iteration, batch);
+  while (st == LADLE_OK) {
+    if (p->reader) st = ladle__skip_substitute(&p->skip, p->refs, p->names, batch, iteration);
+    if (st != LADLE_OK) break;
+    if (p->skip.enabled) memset(p->skip.failed, 0, (size_t)batch);
+    int skippable = 0;
+    st = attempt(p, iteration, generation, out, &skippable);
+    if (st == LADLE_OK || !skippable) break;
+    int before = p->skip.num_bad;
+    st = ladle__skip_record(&p->skip, &p->lock, p->refs, p->names, batch, iteration);
+    if (st == LADLE_OK && p->skip.num_bad == before) /* cannot happen: a failed slot's record was not known bad */
+      st = LADLE_FAIL(LADLE_ERROR_INTERNAL, "skipping bad samples made no progress in iteration %lld",
+                      (long long)iteration);
+  }
   return st;
 }
 
@@ -376,5 +426,6 @@ ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_st
   stats->iterations = atomic_load(&p->stat_iterations);
   stats->prepare_seconds = (double)atomic_load(&p->stat_prepare_ns) * 1e-9;
   stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
+  stats->skipped = ladle_pipeline_num_skipped(p);
   return LADLE_OK;
 }

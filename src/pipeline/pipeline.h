@@ -8,6 +8,7 @@
 
 #include "core/threads.h"
 #include "ops/op.h"
+#include "pipeline/skip.h"
 
 /* A value: output `output` of node `node`. */
 typedef struct ladle__value_ref {
@@ -64,6 +65,9 @@ struct ladle_pipeline {
   int64_t delivered;           /* iterations handed out by run() */
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
   atomic_int stop;
+
+  /* Bad samples: the executor writes, the consumer reads under `lock`. */
+  ladle__skip_state skip;
 
   /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
   _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns;
