@@ -351,12 +351,20 @@ class Pipeline:
                           stacklevel=2)
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
-        self._batch_size = int(batch_size) if batch_size is not None else -1
-        self._num_threads = int(num_threads) if num_threads is not None else -1
+        self._batch_size = _whole("batch_size", -1 if batch_size is None else batch_size, -1)
+        if self._batch_size == 0 or self._batch_size < -1:
+            raise _ladle.InvalidArgumentError(f"Pipeline: batch_size must be >= 1, got {batch_size}")
+        self._num_threads = _whole("num_threads", -1 if num_threads is None else num_threads, -1)
+        if self._num_threads == 0 or self._num_threads < -1:
+            raise _ladle.InvalidArgumentError(f"Pipeline: num_threads must be >= 1 (or -1: the default), "
+                                              f"got {num_threads}")
         self._device_id = _default_device(device_id)
-        self._seed = 0 if seed is None or seed < 0 else int(seed)
-        self._prefetch_queue_depth = int(prefetch_queue_depth)
-        self._max_pixels = int(max_pixels) if max_pixels else 0
+        seed = _whole("seed", -1 if seed is None else seed, -1)
+        if seed >= 2**64:
+            raise _ladle.InvalidArgumentError(f"Pipeline: seed must be < 2**64, got {seed}")
+        self._seed = 0 if seed < 0 else seed
+        self._prefetch_queue_depth = _whole("prefetch_queue_depth", prefetch_queue_depth, 1)
+        self._max_pixels = _whole("max_pixels", max_pixels, 1) if max_pixels is not None else 0
         self._cpus = _affinity(set_affinity)
         if thread_pool is not None and not isinstance(thread_pool, ThreadPool):
             raise TypeError("thread_pool must be a ladle.ThreadPool")
@@ -661,6 +669,15 @@ class Pipeline:
         state = "closed" if self._closed else "built" if self._built else "defining"
         return (f"<ladle.Pipeline batch_size={self._batch_size} num_threads={self.num_threads} "
                 f"device_id={self._device_id} seed={self._seed} {state}>")
+
+
+def _whole(name, value, low):
+    """`value` as an int >= low, or a clear error (2.7 or True is not a batch size)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise _ladle.InvalidArgumentError(f"Pipeline: {name} must be an integer, got {value!r}")
+    if value < low:
+        raise _ladle.InvalidArgumentError(f"Pipeline: {name} must be >= {low}, got {value}")
+    return int(value)
 
 
 _CHECKPOINT_FORMAT = "ladle.Pipeline.checkpoint/1"

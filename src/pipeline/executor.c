@@ -395,8 +395,13 @@ ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline
 }
 
 ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline_position *pos) {
+  if (!p || !pos) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   if (pos->iteration < 0)
     return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration must be >= 0, got %lld", (long long)pos->iteration);
+  /* Sample numbers are iteration * batch_size (+ slot): they must fit in 63 bits. */
+  if (pos->iteration > (INT64_MAX - p->params.batch_size) / p->params.batch_size)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration %lld is too large: iteration x batch_size (%d) must "
+                      "stay below 2^63", (long long)pos->iteration, p->params.batch_size);
   if (!p->built) {
     ladle_status st = ladle_pipeline_build(p);
     if (st != LADLE_OK) return st;
