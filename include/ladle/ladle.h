@@ -20,6 +20,12 @@
  * Thread safety: distinct handles may be used from distinct threads at once.
  * One pipeline handle must not be used from two threads at once. Batches may
  * be read, retained and released from any thread.
+ *
+ * fork(): threads do not survive a fork, so a pipeline or thread pool made
+ * before it belongs to the parent. In the child, calls that would run it
+ * fail with LADLE_ERROR_STATE (build a new pipeline in the child), and
+ * destroying it releases nothing the parent shares (its memory is the
+ * parent's copy; it is left as it is), so a child exits cleanly.
  */
 #ifndef LADLE_LADLE_H
 #define LADLE_LADLE_H
@@ -419,6 +425,16 @@ LADLE_API int ladle_pipeline_num_outputs(const ladle_pipeline *pipeline);
  * sample; the pipeline then moves on to the next iteration.
  */
 LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch **outputs);
+
+/**
+ * Waits until run() would return without blocking (an iteration is ready, or
+ * run() would fail at once), for at most `timeout_ms` milliseconds (< 0: no
+ * limit). Returns 1 when ready, 0 on timeout. Lets a caller wait in slices
+ * and handle signals in between (Python's Ctrl-C) without losing the
+ * iteration. Builds the pipeline first if needed (build errors: 1, run()
+ * reports them).
+ */
+LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms);
 
 /**
  * Feeds `batch` to the external_source operator named `source_name`, for a

@@ -1269,8 +1269,21 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
   int n = ladle_pipeline_num_outputs(self->pipe);
   ladle_batch **outputs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *outputs);
   if (!outputs) return PyErr_NoMemory();
-  ladle_status st;
+  ladle_status st = LADLE_OK;
   self->busy = 1;
+  /* Wait in slices so that Ctrl-C (and other signals) are handled within
+   * 0.1 s; the iteration being prepared stays queued for the next run(). */
+  int ready = n <= 0;
+  while (!ready) {
+    Py_BEGIN_ALLOW_THREADS
+    ready = ladle_pipeline_wait_ready(self->pipe, 100);
+    Py_END_ALLOW_THREADS
+    if (!ready && PyErr_CheckSignals() < 0) {
+      self->busy = 0;
+      PyMem_Free(outputs);
+      return NULL;
+    }
+  }
   Py_BEGIN_ALLOW_THREADS
   /* With no outputs declared, build reports why without run writing any. */
   st = n > 0 ? ladle_pipeline_run(self->pipe, outputs) : ladle_pipeline_build(self->pipe);

@@ -346,12 +346,37 @@ void ladle__executor_stop(ladle_pipeline *p) {
   p->queue = NULL;
 }
 
+/* Under the lock: run() would not block. */
+static int run_would_return(ladle_pipeline *p) {
+  return p->queue_count > 0 || atomic_load(&p->stop) || (!p->preparing && !all_fed(p));
+}
+
+int ladle_pipeline_wait_ready(ladle_pipeline *p, int timeout_ms) {
+  if (!p || ladle_pipeline_build(p) != LADLE_OK) return 1; /* run() reports it */
+  pthread_mutex_lock(&p->lock);
+  if (timeout_ms < 0) {
+    while (!run_would_return(p)) pthread_cond_wait(&p->ready, &p->lock);
+  } else {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!run_would_return(p))
+      if (pthread_cond_timedwait(&p->ready, &p->lock, &until) != 0) break;
+  }
+  int ready = run_would_return(p);
+  pthread_mutex_unlock(&p->lock);
+  return ready;
+}
+
 ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   if (!p || !outputs) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
-  if (!p->built) {
-    ladle_status st = ladle_pipeline_build(p);
-    if (st != LADLE_OK) return st;
-  }
+  ladle_status checked = ladle_pipeline_build(p); /* also refuses a forked child */
+  if (checked != LADLE_OK) return checked;
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   if (p->queue_count == 0 && !p->preparing && !all_fed(p)) { /* waiting would never end */
@@ -396,6 +421,7 @@ ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline
 
 ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline_position *pos) {
   if (!p || !pos) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  if (ladle__pipeline_check_process(p) != LADLE_OK) return LADLE_ERROR_STATE;
   if (pos->iteration < 0)
     return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration must be >= 0, got %lld", (long long)pos->iteration);
   /* Sample numbers are iteration * batch_size (+ slot): they must fit in 63 bits. */

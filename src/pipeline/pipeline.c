@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ops/readers/external_source.h"
 #include "ops/registry.h"
@@ -36,7 +37,10 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   LADLE_CHECK(params->prefetch_queue_depth >= 1 && params->prefetch_queue_depth <= 64,
               LADLE_ERROR_INVALID_ARGUMENT, "prefetch_queue_depth must be in [1, 64], got %d",
               params->prefetch_queue_depth);
+  LADLE_CHECK(!params->pool || !ladle__thread_pool_inherited(params->pool), LADLE_ERROR_STATE,
+              "the thread pool was made before this process was forked; make a new one in this process");
   LADLE_ALLOC(p, 1);
+  p->pid = getpid();
   p->params = *params;
   p->params.cpus = NULL; /* the caller's array is not ours to keep */
   if (params->pool) {
@@ -92,8 +96,17 @@ static void node_free(ladle__node *n) {
   free(n);
 }
 
+ladle_status ladle__pipeline_check_process(const ladle_pipeline *p) {
+  if (p->pid == getpid()) return LADLE_OK;
+  return LADLE_FAIL(LADLE_ERROR_STATE, "this pipeline was built by process %ld, which forked this one; threads do "
+                    "not survive fork(): build the pipeline in this process", (long)p->pid);
+}
+
 void ladle_pipeline_destroy(ladle_pipeline *p) {
   if (!p) return;
+  /* Forked: the executor, the workers, the GPU state are the parent's; what
+   * this process has is a copy of its memory, left as it is. */
+  if (p->pid != getpid()) return;
   ladle__executor_stop(p);
   for (int i = 0; i < p->num_nodes; i++) node_free(p->nodes[i]);
   free(p->nodes);
@@ -477,6 +490,8 @@ static ladle_status check_placement(ladle_pipeline *p) {
 
 ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
+  LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_TRY(ladle__pipeline_check_process(p));
   if (p->built) return LADLE_OK;
   LADLE_CHECK(p->num_outputs > 0, LADLE_ERROR_STATE, "no outputs were set");
   int batch = p->params.batch_size;
