@@ -147,6 +147,32 @@ static ladle_status take_fed(ladle_pipeline *p) {
   return LADLE_OK;
 }
 
+/* The cap on every operator's output, so that an argument (a crop padded to
+ * 30000x30000, resize_x=100000) cannot ask for gigabytes: a sample may hold
+ * at most max_pixels x 4 elements (an RGBA image of max_pixels pixels). */
+static ladle_status check_output_size(const ladle_pipeline *p, const ladle__node *n, int k, const int64_t *shapes,
+                                      int batch) {
+  int ndim = n->out[k].ndim;
+  double cap = (double)p->params.max_pixels * 4;
+  for (int s = 0; s < batch; s++) {
+    double elems = 1;
+    for (int d = 0; d < ndim; d++) elems *= (double)shapes[(size_t)s * ndim + d];
+    if (elems <= cap) continue;
+    char shape[96] = "";
+    size_t len = 0;
+    for (int d = 0; d < ndim && len + 24 < sizeof shape; d++)
+      len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? " x " : "",
+                              (long long)shapes[(size_t)s * ndim + d]);
+    const char *name = p->names[s];
+    return LADLE_FAIL(LADLE_ERROR_LIMIT,
+                      "%s: output %d of sample %d%s%s%s would be %s (%.3g elements), more than max_pixels x 4 = %.3g "
+                      "allows; check the operator's size arguments or raise max_pixels",
+                      n->def->schema.name, k, s, name ? " (" : "", name ? name : "", name ? ")" : "", shape, elems,
+                      cap);
+  }
+  return LADLE_OK;
+}
+
 /* The samples of an iteration: the reader's plan, or numbered slots. */
 static ladle_status plan_samples(ladle_pipeline *p, int64_t iteration, int batch) {
   if (p->reader) {
@@ -196,10 +222,14 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       for (int s = 0; s < batch; s++)
         memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
                sizeof(int64_t) * ndim);
+      LADLE_TRY(check_output_size(p, n, k, shapes, batch));
       ladle_batch *b = NULL;
       ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
-      LADLE_TRY(ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes,
-                                    n->out[k].layout, &b));
+      st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+        goto done;
+      }
       if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
       p->value_batches[n->first_output + k] = n->out_batches[k] = b;
     }

@@ -267,3 +267,19 @@ def test_position_overflow_is_refused(sample_root):
     first = 10**16 * 256 % 32
     assert int(np.array(labels.at(0))[0]) == first // 8  # 8 files per class, listed in order
     pipe.close()
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: fn.crop(x, crop=[30000, 30000], out_of_bounds_policy="pad"),
+    lambda x: fn.resize(x, resize_x=100000, resize_y=100000),
+])
+def test_output_sizes_are_capped(make):
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = fn.external_source(name="x")
+        pipe.set_outputs(make(x))
+    pipe.feed_input("x", [np.zeros((8, 8, 3), np.uint8)])
+    with pytest.raises(ladle.LimitError, match=r"(crop|resize): output 0 of sample 0 would be .* more than "
+                                               r"max_pixels x 4"):
+        pipe.run()
+    pipe.close()
