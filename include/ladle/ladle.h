@@ -446,7 +446,10 @@ LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms
  * then have the same number of samples N, and the iteration's outputs have N
  * samples (with a reader in the graph, N must be batch_size). run() on a
  * pipeline whose sources have nothing left fails with LADLE_ERROR_STATE
- * instead of waiting. Builds the pipeline first if needed; once built, it may
+ * instead of waiting. A source holds at most prefetch_queue_depth + 8 batches
+ * no iteration has taken yet: feeding more fails with LADLE_ERROR_LIMIT (so
+ * a producer that never runs the pipeline cannot fill memory). Builds the
+ * pipeline first if needed; once built, it may
  * be called from any thread, also while another thread waits in run().
  */
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);

@@ -293,6 +293,9 @@ done:
   return st;
 }
 
+/* Fed batches a source may hold beyond the prefetch depth (ladle_pipeline_feed). */
+#define LADLE__FEED_MARGIN 8
+
 static unsigned device_bit(const char *device) {
   if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
   if (strcasecmp(device, "gpu") == 0 || strcasecmp(device, "cuda") == 0) return LADLE_ON_GPU;
@@ -561,6 +564,13 @@ ladle_status ladle_pipeline_feed(ladle_pipeline *p, const char *source_name, lad
               "external_source '%s': fed %d samples; with a reader in the pipeline every iteration has batch_size = %d",
               source_name, ladle_batch_num_samples(batch), p->params.batch_size);
   pthread_mutex_lock(&p->lock);
+  int queued = ladle__external_count(n), limit = p->params.prefetch_queue_depth + LADLE__FEED_MARGIN;
+  if (queued >= limit) {
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_LIMIT, "external_source '%s' already holds %d fed batches that no iteration has "
+                      "taken (at most prefetch_queue_depth + %d = %d): call run() to consume them before feeding more",
+                      source_name, queued, LADLE__FEED_MARGIN, limit);
+  }
   st = ladle__external_push(n, batch);
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
