@@ -66,9 +66,12 @@ tests/python/test_torchvision_api.py):
 from ._io import InterpolationMode
 from ._transforms import (
     CenterCrop,
+    ColorJitter,
     Compose,
+    Grayscale,
     Normalize,
     PILToTensor,
+    RandomGrayscale,
     RandomHorizontalFlip,
     RandomResizedCrop,
     RandomVerticalFlip,
@@ -81,10 +84,13 @@ from . import v2
 
 __all__ = [
     "CenterCrop",
+    "ColorJitter",
     "Compose",
+    "Grayscale",
     "InterpolationMode",
     "Normalize",
     "PILToTensor",
+    "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
     "RandomVerticalFlip",
