@@ -178,7 +178,8 @@ static ladle_status csc_params(ladle__node *n, int from, int to, ladle__color_pa
   double m[3][3] = {{0}}, off[3] = {0};
   int rgb_in = from == IT_RGB || from == IT_BGR, rgb_out = to == IT_RGB || to == IT_BGR;
   if (from == to)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "conversion from %s to %s is not supported (the same colour space)",
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED,
+                         "conversion from %s to %s is not supported (the same colour space)",
                          ladle__arg_string(n, 0), ladle__arg_string(n, 1));
   memset(p, 0, sizeof *p);
   p->mode = LADLE__COLOR_MATRIX;

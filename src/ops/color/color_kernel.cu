@@ -15,17 +15,6 @@ extern "C" {
 
 namespace {
 
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
-ladle_status check_buffers(int n, const void *d, void *host, void *dev, size_t bytes, size_t need, const char *func) {
-  if (!(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && d && host && dev))
-    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "bad batch (n = %d, or a NULL buffer)", n);
-  if (((uintptr_t)host & 15) || ((uintptr_t)dev & 15) || bytes < need)
-    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
-                            "parameter buffers must be 16-byte aligned and hold %zu bytes (got %zu)", need, bytes);
-  return LADLE_OK;
-}
-
 /* grid (blocks, samples), block 256: a grid-stride loop over each sample's pixels. */
 __global__ void __launch_bounds__(256)
     color_kernel(const ladle__gpu_color_desc *__restrict__ samples, int out_type, int in_type) {
@@ -62,7 +51,7 @@ unsigned blocks_for(size_t items) {
 }  // namespace
 
 extern "C" size_t ladle__gpu_color_param_bytes(int n) {
-  return align16((size_t)(n > 0 ? n : 0) * sizeof(ladle__gpu_color_desc));
+  return ladle__align16((size_t)(n > 0 ? n : 0) * sizeof(ladle__gpu_color_desc));
 }
 
 extern "C" ladle_status ladle__gpu_color(const ladle__gpu_color_desc *d, int n, ladle_dtype out_type,
@@ -72,7 +61,8 @@ extern "C" ladle_status ladle__gpu_color(const ladle__gpu_color_desc *d, int n, 
   cudaStream_t s = ladle__cuda_stream(stream);
   size_t max_px = 1;
   LADLE_CUDA_ENTER();
-  LADLE_TRY(check_buffers(n, d, host_params, dev_params, param_bytes, ladle__gpu_color_param_bytes(n), __func__));
+  LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_color_param_bytes(n),
+                                    __func__));
   LADLE_CHECK((in_type == LADLE_UINT8 || in_type == LADLE_FLOAT32) &&
                   (out_type == LADLE_UINT8 || out_type == LADLE_FLOAT32 || out_type == LADLE_FLOAT16 ||
                    out_type == LADLE_INT32),
@@ -97,7 +87,7 @@ done:
 }
 
 extern "C" size_t ladle__gpu_jitter_param_bytes(int n) {
-  return align16((size_t)(n > 0 ? n : 0) * sizeof(ladle__gpu_jitter_desc));
+  return ladle__align16((size_t)(n > 0 ? n : 0) * sizeof(ladle__gpu_jitter_desc));
 }
 
 extern "C" ladle_status ladle__gpu_jitter(const ladle__gpu_jitter_desc *d, int n, void *host_params, void *dev_params,
@@ -106,7 +96,8 @@ extern "C" ladle_status ladle__gpu_jitter(const ladle__gpu_jitter_desc *d, int n
   cudaStream_t s = ladle__cuda_stream(stream);
   size_t max_px = 1;
   LADLE_CUDA_ENTER();
-  LADLE_TRY(check_buffers(n, d, host_params, dev_params, param_bytes, ladle__gpu_jitter_param_bytes(n), __func__));
+  LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_jitter_param_bytes(n),
+                                    __func__));
   for (int i = 0; i < n; i++) {
     LADLE_CHECK(d[i].in && d[i].out && d[i].h >= 1 && d[i].w >= 1 && d[i].pixel_bytes >= 1 &&
                     d[i].pixel_bytes <= 64 && d[i].n_degree >= 1,

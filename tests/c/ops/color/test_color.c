@@ -43,9 +43,11 @@ static int close_to(const void *out, ladle_dtype t, size_t i, double v) {
       return got == r || (frac < 1e-3 && fabs(got - r) <= 1);
     }
     case LADLE_INT32: {
-      double r = v < -2147483648.0 ? -2147483648.0 : v > 2147483647.0 ? 2147483647.0 : (v < 0 ? -floor(-v + 0.5) : floor(v + 0.5));
+      double r = v < 0 ? -floor(-v + 0.5) : floor(v + 0.5);
+      r = r < -2147483648.0 ? -2147483648.0 : r > 2147483647.0 ? 2147483647.0 : r;
       double got = ((const int32_t *)out)[i];
-      return fabs(got - r) <= (ref_scale > 1e6 ? ref_scale * 1e-6 : fabs(v - floor(v) - 0.5) < 1e-3 + 1e-6 * ref_scale ? 1 : 0);
+      double slack = ref_scale > 1e6 ? ref_scale * 1e-6 : fabs(v - floor(v) - 0.5) < 1e-3 + 1e-6 * ref_scale ? 1 : 0;
+      return fabs(got - r) <= slack;
     }
     case LADLE_FLOAT16: {
       double got = ladle__f16_to_f32(((const uint16_t *)out)[i]);

@@ -29,16 +29,6 @@ static uint32_t rnd(void) { return ladle__rng_u32(&rng); }
 static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
 static float rnd_float(float lo, float hi) { return (float)(lo + (hi - lo) * ladle__rng_uniform(&rng)); }
 
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    test_checks++;                                                                           \
-    if (e_ != cudaSuccess) {                                                                 \
-      test_failures++;                                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    }                                                                                        \
-  } while (0)
-
 enum { BATCH = 6, MAX_PX = 3000 };
 
 static size_t elem(ladle_dtype t) { return ladle_dtype_size(t); }

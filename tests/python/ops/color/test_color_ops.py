@@ -78,7 +78,8 @@ def assert_close(got, want, dtype, rel=1e-6):
         # one level where float rounding meets a tie
         assert np.all((d == 0) | ((d == 1) & (frac < 1e-3))), d.max()
     else:
-        np.testing.assert_allclose(got.astype(np.float64), want, rtol=rel, atol=rel * (255 if np.abs(want).max() > 2 else 1))
+        atol = rel * (255 if np.abs(want).max() > 2 else 1)
+        np.testing.assert_allclose(got.astype(np.float64), want, rtol=rel, atol=atol)
 
 
 # --- NumPy formulas -------------------------------------------------------------
@@ -218,7 +219,8 @@ def test_brightness_contrast_vs_dali(src, dt):
     images = u8_images(11) if src == "u8" else f32_images(11)
     rng = np.random.default_rng(12)
     feeds = {"b": per_sample(rng.uniform(0.5, 1.5, 4)), "s": per_sample(rng.uniform(-0.1, 0.1, 4)),
-             "c": per_sample(rng.uniform(0, 2, 4)), "cc": per_sample(rng.uniform(0, 1, 4) * (255 if src == "u8" else 1))}
+             "c": per_sample(rng.uniform(0, 2, 4)),
+             "cc": per_sample(rng.uniform(0, 1, 4) * (255 if src == "u8" else 1))}
 
     def graph(fn, t, x, b, s, c, cc):
         kw = {} if dt is None else {"dtype": getattr(t, dt)}
