@@ -299,34 +299,38 @@ static ladle_status jitter_init(ladle__node *n) {
   return LADLE_OK;
 }
 
+/* The sample's Philox key, drawn in setup (where the sample's random stream
+ * is known) for run and run_batch. */
+typedef struct jitter_state {
+  uint32_t key[2];
+} jitter_state;
+
 static ladle_status jitter_setup(ladle__node *n, ladle__sample *s) {
   ladle__tensor in = ladle__input(n, s, 0);
   if (in.shape[2] < 1 || in.shape[2] > 64)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "images with %lld channels are not supported (1 to 64)",
                          (long long)in.shape[2]);
+  ladle__rng rng;
+  ladle__sample_rng(n, s, &rng);
+  jitter_state *js = s->state;
+  js->key[0] = ladle__rng_u32(&rng);
+  js->key[1] = ladle__rng_u32(&rng);
   ladle__set_shape(n, s, 0, in.shape);
   return LADLE_OK;
 }
 
-/* This sample's key and fill pixel. */
-static void jitter_sample(const ladle__node *n, const ladle__sample *s, int channels, uint32_t key[2],
-                          uint8_t *fill) {
-  ladle__rng rng;
-  ladle__sample_rng(n, s, &rng);
-  key[0] = ladle__rng_u32(&rng);
-  key[1] = ladle__rng_u32(&rng);
-  uint8_t v = ladle__color_to_u8((float)ladle__arg_float(n, NULL, J_FILL));
-  memset(fill, v, (size_t)channels);
+static void jitter_fill(const ladle__node *n, int channels, uint8_t *fill) {
+  memset(fill, ladle__color_to_u8((float)ladle__arg_float(n, NULL, J_FILL)), (size_t)channels);
 }
 
 static ladle_status jitter_run(ladle__node *n, ladle__sample *s) {
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
-  uint32_t key[2];
+  const jitter_state *js = s->state;
   uint8_t fill[64];
   int channels = (int)in.shape[2];
-  jitter_sample(n, s, channels, key, fill);
+  jitter_fill(n, channels, fill);
   ladle__jitter(out.data, in.data, (int)in.shape[0], (int)in.shape[1], channels,
-                (int)ladle__arg_int(n, NULL, J_NDEGREE), key, fill, ladle__arg_int(n, s, J_MASK) != 0);
+                (int)ladle__arg_int(n, NULL, J_NDEGREE), js->key, fill, ladle__arg_int(n, s, J_MASK) != 0);
   return LADLE_OK;
 }
 
@@ -361,7 +365,8 @@ static ladle_status jitter_run_batch(ladle__node *n, ladle__gpu *g) {
   ladle_status st = descriptors(n, sizeof *d * (size_t)batch, (void **)&d);
   for (int i = 0; st == LADLE_OK && i < batch; i++) {
     const int64_t *shape = ladle_batch_shape(n->in_batches[0], i);
-    ladle__sample s = {.slot = i, .ref = NULL};
+    ladle__sample s = {.slot = i};
+    const jitter_state *js = (const jitter_state *)(n->sample_states + (size_t)i * sizeof(jitter_state));
     memset(&d[i], 0, sizeof d[i]);
     d[i].in = ladle_batch_data(n->in_batches[0], i);
     d[i].out = ladle_batch_data(n->out_batches[0], i);
@@ -370,7 +375,8 @@ static ladle_status jitter_run_batch(ladle__node *n, ladle__gpu *g) {
     d[i].pixel_bytes = (int)shape[2];
     d[i].n_degree = (int)ladle__arg_int(n, NULL, J_NDEGREE);
     d[i].mask = ladle__arg_int(n, &s, J_MASK) != 0;
-    jitter_sample(n, &s, d[i].pixel_bytes, d[i].key, d[i].fill);
+    memcpy(d[i].key, js->key, sizeof d[i].key);
+    jitter_fill(n, d[i].pixel_bytes, d[i].fill);
   }
   void *host = NULL, *dev = NULL;
   size_t bytes = ladle__gpu_jitter_param_bytes(batch);
@@ -422,6 +428,7 @@ const ladle__op_def ladle__op_jitter = {
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
                .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_RANDOM,
                .num_args = J_COUNT, .args = jitter_args},
+    .sample_state_size = sizeof(jitter_state),
     .init = jitter_init,
     .setup = jitter_setup,
     .run = jitter_run,

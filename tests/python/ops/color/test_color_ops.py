@@ -55,7 +55,8 @@ def run_ladle(graph, images, **feeds):
         pipe.feed_input("x", images, layout="HWC")
         for k, v in feeds.items():
             pipe.feed_input(k, np.asarray(v, F32))
-        res = [[np.array(tl.at(i)) for i in range(len(tl))] for tl in pipe.run()]
+        tls = [tl.as_cpu() if tl.device == "gpu" else tl for tl in pipe.run()]
+        res = [[np.array(tl.at(i)) for i in range(len(tl))] for tl in tls]
     finally:
         pipe.close()
     return res if len(res) > 1 else res[0]
@@ -403,7 +404,7 @@ def test_gpu_matches_cpu(src):
                 outs += [fn.color_space_conversion(y, device=dev, image_type="RGB", output_type="YCbCr"),
                          fn.color_space_conversion(y, device=dev, image_type="BGR", output_type="GRAY"),
                          fn.jitter(y, device=dev, nDegree=5, fill_value=9)]
-            return tuple(o.cpu() if dev == "gpu" and hasattr(o, "cpu") else o for o in outs)
+            return tuple(outs)
         return g
 
     cpu = run_ladle(graph("cpu"), images, **feeds)
