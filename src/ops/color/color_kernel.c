@@ -1,11 +1,17 @@
 /* CPU references of the colour kernels (color_kernel.h). */
+
+/* The same operations as the CUDA kernel: no contraction into FMA, whatever
+ * the target (gcc's GNU modes fuse when the CPU has FMA). Before the
+ * includes, so that color_pixel.h's inline functions get it too. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
 #include <string.h>
 
 #include "ops/color/color_pixel.h"
-
-/* The same operations as the CUDA kernel: no contraction into FMA, whatever
- * the target (gcc's GNU modes fuse when the CPU has FMA). */
-#pragma GCC optimize("fp-contract=off")
 
 void ladle__color_apply(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t pixels,
                         const ladle__color_params *p) {
