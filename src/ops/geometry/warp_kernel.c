@@ -15,13 +15,10 @@
 #include "ops/geometry/warp_sample.h"
 
 void ladle__warp_fill(ladle__warp_params *p, double fill) {
-  float f = (float)fill;
-  if (!p->out_f32) {
-    float r = roundf(f);
-    f = r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f;
-  }
-  p->fill_out = f;
-  p->fill_in = p->in_f32 ? f : (f >= 255.0f ? 255.0f : f > 0.0f ? floorf(f) : 0.0f);
+  float f = (float)fill, r = roundf(f), u8 = r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f;
+  p->fill_out = p->out_f32 ? f : u8;
+  r = roundf(p->fill_out);
+  p->fill_in = p->in_f32 ? p->fill_out : r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f;
 }
 
 void ladle__warp_affine(void *out, const void *in, const ladle__warp_params *p) {

@@ -40,8 +40,8 @@ typedef struct ladle__warp_params {
 } ladle__warp_params;
 
 /* The fill values of ladle__warp_params for fill_value `fill`: converted to
- * the output type, then (DALI's order) to the input type, a uint8 input
- * truncating a float output's fill after clamping it to 0..255. */
+ * the output type, then (DALI's order) to the input type, each conversion
+ * to uint8 rounding half away from zero and saturating. */
 void ladle__warp_fill(ladle__warp_params *p, double fill);
 
 /* Warps one image: out is out_h x out_w x channels, in in_h x in_w x channels,
