@@ -19,8 +19,8 @@ ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
-RandomHorizontalFlip, RandomVerticalFlip, Normalize, ToDtype, PILToTensor,
-ToPureTensor; InterpolationMode.
+RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
+Normalize, ToDtype, PILToTensor, ToPureTensor; InterpolationMode.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -55,6 +55,23 @@ tests/python/test_torchvision_api.py):
   whole image): the same distribution, not torchvision's numbers. Random
   transforms draw from Compose's ``seed`` (see Compose), not from torch's
   generator.
+- RandomRotation, RandomAffine, v2.functional.rotate and affine
+  (tests/python/test_torchvision_warps.py) follow torchvision's tensor
+  implementation (PIL images too, which torchvision would warp with PIL):
+  its inverse matrix, centre, expand size and zero fill, run by ladle's
+  warp_affine. NEAREST: bit-exact on random images, except where every
+  source position is a tie (e.g. 90 degrees when height and width differ in
+  parity): torchvision rounds those half to even, ladle takes the floor
+  (DALI's rule), so many pixels take the neighbour. BILINEAR without fill:
+  within 1 level (under 0.1% of the values). BILINEAR with a fill value
+  (the classes' default fill=0 included): torchvision multiplies the
+  zero-padded sample by the in-image weight once more before adding the
+  fill, ladle blends the taps with the fill (DALI's rule): pixels at the
+  image's edge differ (up to ~60 levels measured), the others are within 1.
+  fill takes one value for all channels. Random parameters are drawn as
+  torchvision draws them (translation rounded), on the host from Compose's
+  seed, the transform's step and the image's index, not from torch's
+  generator.
 - Interpolation: ladle's nearest neighbour samples pixel centres, which is
   torchvision's NEAREST_EXACT; NEAREST (torchvision's legacy rule, which
   samples floor(x * scale)) gives the same as NEAREST_EXACT here. BICUBIC
@@ -69,8 +86,10 @@ from ._transforms import (
     Compose,
     Normalize,
     PILToTensor,
+    RandomAffine,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    RandomRotation,
     RandomVerticalFlip,
     Resize,
     ToDtype,
@@ -85,8 +104,10 @@ __all__ = [
     "InterpolationMode",
     "Normalize",
     "PILToTensor",
+    "RandomAffine",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
+    "RandomRotation",
     "RandomVerticalFlip",
     "Resize",
     "ToDtype",

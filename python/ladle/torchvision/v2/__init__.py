@@ -7,8 +7,10 @@ from .._transforms import (
     Compose,
     Normalize,
     PILToTensor,
+    RandomAffine,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    RandomRotation,
     RandomVerticalFlip,
     Resize,
     ToDtype,
@@ -18,5 +20,5 @@ from .._transforms import (
 from .._io import InterpolationMode
 from . import functional
 
-__all__ = ["CenterCrop", "Compose", "InterpolationMode", "Normalize", "PILToTensor", "RandomHorizontalFlip",
-           "RandomResizedCrop", "RandomVerticalFlip", "Resize", "ToDtype", "ToPureTensor", "Transform", "functional"]
+__all__ = ["CenterCrop", "Compose", "InterpolationMode", "Normalize", "PILToTensor", "RandomAffine",
+           "RandomHorizontalFlip", "RandomResizedCrop", "RandomRotation", "RandomVerticalFlip", "Resize", "ToDtype", "ToPureTensor", "Transform", "functional"]
