@@ -164,6 +164,20 @@ static ladle_status center_arg(ladle__node *n, ladle__sample *s, int arg, int di
   return vector_arg(n, s, arg, dims, 0, c);
 }
 
+/* The linear part about the optional center argument, then finish(). */
+static ladle_status finish_linear(ladle__node *n, ladle__sample *s, int dims, const double *lin, int arg_center,
+                                  int arg_reverse) {
+  double c[MAXD];
+  const double *center = NULL;
+  ladle_status st = center_arg(n, s, arg_center, dims, c, &center);
+  if (st != LADLE_OK) return st;
+  affine t;
+  linear_about(&t, dims, lin, center);
+  return finish(n, s, &t, arg_reverse);
+}
+
+#define CENTER_ROW(text) {LADLE_OPTIONAL_ARG("center", LADLE_ARG_FLOATS), .per_sample = 1, .doc = (text)}
+
 /* --- transforms.translation -------------------------------------------- */
 
 enum { TR_OFFSET, TR_REVERSE, TR_COUNT };
@@ -191,15 +205,14 @@ enum { SC_SCALE, SC_CENTER, SC_NDIM, SC_REVERSE, SC_COUNT };
 static const ladle_arg_schema scale_args[SC_COUNT] = {
     [SC_SCALE] = {LADLE_REQUIRED_ARG("scale", LADLE_ARG_FLOATS), .per_sample = 1,
         .doc = "The scale factor of each dimension (one value: all, given ndim or an input transform)."},
-    [SC_CENTER] = {LADLE_OPTIONAL_ARG("center", LADLE_ARG_FLOATS), .per_sample = 1,
-        .doc = "The point that stays in place. Default: the origin."},
+    [SC_CENTER] = CENTER_ROW("The point that stays in place. Default: the origin."),
     [SC_NDIM] = {LADLE_OPTIONAL_ARG("ndim", LADLE_ARG_INT), LADLE_RANGE(1, MAXD),
         .doc = "The number of dimensions, where scale and center do not tell it."},
     [SC_REVERSE] = REVERSE_ORDER_ROW,
 };
 
 static ladle_status scale_setup(ladle__node *n, ladle__sample *s) {
-  double v[MAXD + 1], c[MAXD];
+  double v[MAXD + 1];
   int count = ladle__arg_list(n, s, SC_SCALE, v, MAXD + 1), dims = count, in_dims;
   ladle_status st = input_dims(n, s, &in_dims);
   if (st != LADLE_OK) return st;
@@ -216,14 +229,10 @@ static ladle_status scale_setup(ladle__node *n, ladle__sample *s) {
     st = LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'scale' has %d values but ndim is %d", dims,
                        (int)ladle__arg_int(n, NULL, SC_NDIM));
   if (st == LADLE_OK) st = vector_arg(n, s, SC_SCALE, dims, 1, v);
-  const double *center = NULL;
-  if (st == LADLE_OK) st = center_arg(n, s, SC_CENTER, dims, c, &center);
   if (st != LADLE_OK) return st;
   double lin[MAXD * MAXD] = {0};
   for (int i = 0; i < dims; i++) lin[i * dims + i] = v[i];
-  affine t;
-  linear_about(&t, dims, lin, center);
-  return finish(n, s, &t, SC_REVERSE);
+  return finish_linear(n, s, dims, lin, SC_CENTER, SC_REVERSE);
 }
 
 /* --- transforms.rotation ------------------------------------------------ */
@@ -234,13 +243,12 @@ static const ladle_arg_schema rotation_args[RO_COUNT] = {
         .doc = "Angle in degrees: 2-D [[cos, -sin], [sin, cos]]; 3-D a right-handed rotation about axis."},
     [RO_AXIS] = {LADLE_OPTIONAL_ARG("axis", LADLE_ARG_FLOATS), .per_sample = 1,
         .doc = "3-D only: the axis of rotation (any non-zero length). Not given: a 2-D rotation."},
-    [RO_CENTER] = {LADLE_OPTIONAL_ARG("center", LADLE_ARG_FLOATS), .per_sample = 1,
-        .doc = "The centre of rotation. Default: the origin."},
+    [RO_CENTER] = CENTER_ROW("The centre of rotation. Default: the origin."),
     [RO_REVERSE] = REVERSE_ORDER_ROW,
 };
 
 static ladle_status rotation_setup(ladle__node *n, ladle__sample *s) {
-  double deg = ladle__arg_float(n, s, RO_ANGLE), c[MAXD], axis[3];
+  double deg = ladle__arg_float(n, s, RO_ANGLE), axis[3];
   if (!isfinite(deg)) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'angle' is not finite");
   double a = deg * (M_PI / 180.0), co = cos(a), si = sin(a);
   int dims = ladle__arg_given(n, RO_AXIS) ? 3 : 2;
@@ -259,12 +267,7 @@ static ladle_status rotation_setup(ladle__node *n, ladle__sample *s) {
     for (int i = 0; i < 3; i++)
       for (int j = 0; j < 3; j++) lin[i * 3 + j] = (i == j) * co + si * k[i * 3 + j] + (1 - co) * u[i] * u[j];
   }
-  const double *center = NULL;
-  st = center_arg(n, s, RO_CENTER, dims, c, &center);
-  if (st != LADLE_OK) return st;
-  affine t;
-  linear_about(&t, dims, lin, center);
-  return finish(n, s, &t, RO_REVERSE);
+  return finish_linear(n, s, dims, lin, RO_CENTER, RO_REVERSE);
 }
 
 /* --- transforms.shear --------------------------------------------------- */
@@ -275,8 +278,7 @@ static const ladle_arg_schema shear_args[SH_COUNT] = {
         .doc = "Shear factors: 2-D [sx, sy] gives [[1, sx], [sy, 1]]; 3-D [sxy, sxz, syx, syz, szx, szy]."},
     [SH_ANGLES] = {LADLE_OPTIONAL_ARG("angles", LADLE_ARG_FLOATS), .per_sample = 1,
         .doc = "Shear angles in degrees, in (-90, 90): the factors are their tangents (instead of shear)."},
-    [SH_CENTER] = {LADLE_OPTIONAL_ARG("center", LADLE_ARG_FLOATS), .per_sample = 1,
-        .doc = "The point that stays in place. Default: the origin."},
+    [SH_CENTER] = CENTER_ROW("The point that stays in place. Default: the origin."),
     [SH_REVERSE] = REVERSE_ORDER_ROW,
 };
 
@@ -288,7 +290,7 @@ static ladle_status shear_init(ladle__node *n) {
 
 static ladle_status shear_setup(ladle__node *n, ladle__sample *s) {
   int use_angles = ladle__arg_given(n, SH_ANGLES), arg = use_angles ? SH_ANGLES : SH_SHEAR;
-  double v[7], c[MAXD];
+  double v[7];
   int count = ladle__arg_list(n, s, arg, v, 7);
   if (count != 2 && count != 6)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s' must have 2 (2-D) or 6 (3-D) values, got %d",
@@ -304,12 +306,7 @@ static ladle_status shear_setup(ladle__node *n, ladle__sample *s) {
   double lin[MAXD * MAXD];
   for (int i = 0, k = 0; i < dims; i++)
     for (int j = 0; j < dims; j++) lin[i * dims + j] = i == j ? 1 : v[k++];
-  const double *center = NULL;
-  st = center_arg(n, s, SH_CENTER, dims, c, &center);
-  if (st != LADLE_OK) return st;
-  affine t;
-  linear_about(&t, dims, lin, center);
-  return finish(n, s, &t, SH_REVERSE);
+  return finish_linear(n, s, dims, lin, SH_CENTER, SH_REVERSE);
 }
 
 /* --- transforms.crop ---------------------------------------------------- */

@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 
 import ladle
-from ladle import fn, types
+from ladle import fn
 from conftest import requires_ops
+from geometry_reference import raises_naming, run_pipeline
 
 pytestmark = requires_ops("paste")
 
@@ -32,24 +33,7 @@ def reference(img, ratio, px, py, fill, min_canvas=0.0):
     return out
 
 
-def run(graph, feeds, batch_size=4, device="cpu"):
-    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=5)
-    try:
-        with pipe:
-            nodes = {}
-            for name, b in feeds.items():
-                first = np.asarray(b[0])
-                node = fn.external_source(name=name, dtype=types.to_dtype(first.dtype), ndim=first.ndim,
-                                          layout="HWC" if first.ndim == 3 else None)
-                nodes[name] = node.gpu() if device == "gpu" and first.ndim == 3 else node
-            pipe.set_outputs(graph(**nodes))
-        for name, b in feeds.items():
-            pipe.feed_input(name, b)
-        tl = pipe.run()[0]
-        tl = tl.as_cpu() if tl.device == "gpu" else tl
-        return [np.array(tl.at(i)) for i in range(len(tl))]
-    finally:
-        pipe.close()
+run = run_pipeline
 
 
 @pytest.mark.parametrize("ratio, px, py", [(1.0, 0.5, 0.5), (2.0, 0.0, 1.0), (3.7, 0.3, 0.9), (1.5, 1.0, 0.0)])
@@ -110,10 +94,7 @@ def test_gpu_equals_cpu():
     (lambda x: fn.paste(x, ratio=2.0, fill_value=[0], n_channels=1), ["paste", "channels"]),
 ])
 def test_bad_arguments(make, words):
-    with pytest.raises(ladle.Error) as e:
-        run(make, {"x": images(6, n=2)}, batch_size=2)
-    msg = str(e.value)
-    assert all(w in msg for w in words), msg
+    raises_naming(lambda: run(make, {"x": images(6, n=2)}, batch_size=2), words)
 
 
 def test_float_input_is_refused():

@@ -19,7 +19,7 @@ import pytest
 import ladle
 from ladle import fn, types
 from conftest import requires_ops, run_both
-from warp_reference import rotated_canvas, rotation_matrix, warp
+from geometry_reference import raises_naming, rotated_canvas, rotation_matrix, run_pipeline, warp
 
 pytestmark = requires_ops("warp_affine", "rotate")
 
@@ -36,27 +36,7 @@ def images(seed=0, n=4, dtype=np.uint8, channels=3):
     return out
 
 
-def run(graph, feeds, batch_size=4, device="cpu"):
-    """graph(**nodes) in a ladle pipeline fed `feeds` (name -> batch); the
-    outputs' samples as NumPy arrays (copied to the host)."""
-    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=3)
-    try:
-        with pipe:
-            nodes = {}
-            for name, batch in feeds.items():
-                first = np.asarray(batch[0])
-                node = fn.external_source(name=name, dtype=types.to_dtype(first.dtype), ndim=first.ndim,
-                                          layout="HWC" if first.ndim == 3 else None)
-                nodes[name] = node.gpu() if device == "gpu" and first.ndim == 3 else node
-            out = graph(**nodes)
-            pipe.set_outputs(out)
-        for name, batch in feeds.items():
-            pipe.feed_input(name, batch)
-        tl = pipe.run()[0]
-        tl = tl.as_cpu() if tl.device == "gpu" else tl
-        return [np.array(tl.at(i)) for i in range(len(tl))]
-    finally:
-        pipe.close()
+run = run_pipeline
 
 
 def check_vs_dali(got, want, exact=False, nn=False, ties=False):
@@ -241,10 +221,7 @@ def test_gpu_equals_cpu(dtype):
     (lambda x: fn.rotate(x, angle=10.0, axis=[0, 0, 1]), ["rotate", "axis"]),
 ])
 def test_bad_arguments(make, words):
-    with pytest.raises(ladle.Error) as e:
-        run(make, {"x": images(12, n=2)}, batch_size=2)
-    msg = str(e.value)
-    assert all(w in msg for w in words), msg
+    raises_naming(lambda: run(make, {"x": images(12, n=2)}, batch_size=2), words)
 
 
 def test_bad_inputs():
@@ -255,3 +232,19 @@ def test_bad_inputs():
     with pytest.raises(ladle.Error, match="warp_affine.*matrix"):
         run(lambda x, m: fn.warp_affine(x, m), {"x": images(13, n=2), "m": [np.zeros(4, np.float32)] * 2},
             batch_size=2)
+
+
+def test_dynamic_mode_list_arguments():
+    """ladle.dynamic: a flat list is one constant matrix; a list of lists, one per sample."""
+    import ladle.dynamic as ldd
+
+    imgs = images(14, n=2)
+    b = ldd.batch(imgs, layout="HWC")
+    const = ldd.warp_affine(b, matrix=M, fill_value=0)
+    mats = [[1, 0, 1, 0, 1, 0], M]
+    per = ldd.warp_affine(b, matrix=mats, size=[[7, 9], [12, 5]], fill_value=0)
+    for img, c, p, m, size in zip(imgs, const.tensors, per.tensors, mats, [(7, 9), (12, 5)]):
+        assert np.array_equal(np.array(c), warp(img, M, fill=0))
+        assert np.array_equal(np.array(p), warp(img, m, size, fill=0))
+    angles = ldd.rotate(b, angle=[10.0, -20.0], keep_size=True)
+    assert [tuple(t.shape) for t in angles.tensors] == [im.shape for im in imgs]

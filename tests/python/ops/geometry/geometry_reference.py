@@ -1,5 +1,6 @@
-"""NumPy references of ladle's affine warps (warp_affine, rotate) and of the
-canvas DALI's rotate chooses, shared by the geometry tests. They repeat the
+"""Shared by the geometry tests: a ladle pipeline runner, and NumPy
+references of ladle's affine warps (warp_affine, rotate) and of the canvas
+DALI's rotate chooses. They repeat the
 kernel's float32 operations one by one, so ladle's CPU output equals them
 bit for bit; DALI's CPU kernel steps the source coordinates by adding the
 matrix column pixel after pixel, hence the tolerances of the DALI tests."""
@@ -7,8 +8,43 @@ matrix column pixel after pixel, hence the tolerances of the DALI tests."""
 import math
 
 import numpy as np
+import pytest
+
+import ladle
+from ladle import fn, types
 
 f32 = np.float32
+
+
+def raises_naming(call, words):
+    """call() fails with a ladle.Error whose message holds every one of `words`."""
+    with pytest.raises(ladle.Error) as e:
+        call()
+    msg = str(e.value)
+    assert all(w in msg for w in words), msg
+
+
+def run_pipeline(graph, feeds, batch_size=4, device="cpu"):
+    """graph(**nodes) in a ladle pipeline fed `feeds` (name -> batch: a list
+    of arrays, or an [N] array of scalars); the output's samples as NumPy
+    arrays (copied to the host). device="gpu": HWC inputs are moved to the GPU."""
+    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=3)
+    try:
+        with pipe:
+            nodes = {}
+            for name, batch in feeds.items():
+                first = np.asarray(batch[0])
+                node = fn.external_source(name=name, dtype=types.to_dtype(first.dtype), ndim=first.ndim,
+                                          layout="HWC" if first.ndim == 3 else None)
+                nodes[name] = node.gpu() if device == "gpu" and first.ndim == 3 else node
+            pipe.set_outputs(graph(**nodes))
+        for name, batch in feeds.items():
+            pipe.feed_input(name, batch)
+        tl = pipe.run()[0]
+        tl = tl.as_cpu() if tl.device == "gpu" else tl
+        return [np.array(tl.at(i)) for i in range(len(tl))]
+    finally:
+        pipe.close()
 
 
 def to_uint8(v):
