@@ -73,7 +73,7 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
         with pipe:
             nodes = {}
             for name, batches in feeds.items():
-                first = np.asarray(batches[0][0])
+                first = np.asarray(batches[0][0])  # a sample
                 layout = "HWC" if first.ndim == 3 else ""
                 nodes[name] = lib_fn.external_source(name=name, dtype=_to_types(lib_types, first.dtype),
                                                      ndim=first.ndim, layout=layout or None)
@@ -84,7 +84,9 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
         got = [[] for _ in outs]
         for it in range(iterations):
             for name, batches in feeds.items():
-                pipe.feed_input(name, [np.ascontiguousarray(x) for x in batches[it]])
+                b = batches[it]  # an [N, ...] array goes in whole (N samples of rank 0 for [N])
+                pipe.feed_input(name, np.ascontiguousarray(b) if isinstance(b, np.ndarray)
+                                else [np.ascontiguousarray(x) for x in b])
             for k, tl in enumerate(pipe.run()):
                 if lib_fn is dfn and hasattr(tl, "as_cpu"):
                     tl = tl.as_cpu()

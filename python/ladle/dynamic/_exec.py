@@ -269,8 +269,18 @@ def _tensor_of(x):
     return tensor(x)
 
 
-def _arg_batch(value, public, key):
-    """A per-sample argument as a CPU Batch of scalars (int32 or float32)."""
+def _ndim(value):
+    if _is_torch(value):
+        return np.ndim(_host_array(value))
+    try:
+        return np.ndim(value)
+    except ValueError:  # a ragged list of lists
+        return 2
+
+
+def _arg_batch(value, public, key, vectors=False):
+    """A per-sample argument as a CPU Batch of scalars (int32 or float32),
+    or of 1-D arrays for a list-typed argument (`vectors`)."""
     if isinstance(value, Tensor):
         value = value._as_batch()
     if isinstance(value, (Batch, TensorList)):
@@ -279,9 +289,12 @@ def _arg_batch(value, public, key):
             b = batch([np.asarray(t).astype(np.float32) for t in b.tensors])
         return b
     arrays = [_host_array(v) for v in value]
-    if any(a.size != 1 for a in arrays):
+    if vectors:
+        arrays = [a.reshape(-1) for a in arrays]
+    elif any(a.size != 1 for a in arrays):
         raise _ladle.InvalidArgumentError(f"{public}: argument {key!r}: per-sample values must be scalars")
-    arrays = [a.reshape(()) for a in arrays]
+    else:
+        arrays = [a.reshape(()) for a in arrays]
     if all(a.dtype.kind in "iub" for a in arrays):
         arrays = [a.astype(np.int32) for a in arrays]
     else:
@@ -353,14 +366,17 @@ def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=N
         spec = specs[key]
         if value is None:
             continue
+        # A list-typed argument (matrix=[...]) is a constant given as one flat
+        # list; per sample it is a list of lists (or an [N, k] array).
+        min_ndim = 2 if str(spec["type"]).startswith("list") else 1
         is_data = isinstance(value, (Batch, Tensor, TensorList)) or (
             spec["per_sample"] and (isinstance(value, (list, tuple, np.ndarray)) or _is_torch(value))
-            and np.ndim(_host_array(value) if _is_torch(value) else value) > 0)
+            and _ndim(value) >= min_ndim)
         if is_data:
             if not spec["per_sample"]:
                 raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} must be a constant; "
                                                   "it cannot be a Batch (per-sample values)")
-            per_sample[key] = _arg_batch(value, public, key)
+            per_sample[key] = _arg_batch(value, public, key, vectors=min_ndim == 2)
         else:
             if _is_torch(value):
                 value = _host_array(value)

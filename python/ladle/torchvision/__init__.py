@@ -19,12 +19,12 @@ ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
-RandomHorizontalFlip, RandomVerticalFlip, ColorJitter, Grayscale,
-RandomGrayscale, Normalize, ToDtype, PILToTensor, ToPureTensor;
-InterpolationMode. Functions (v2.functional): resize, center_crop, crop,
-resized_crop, horizontal_flip, vertical_flip, adjust_brightness,
-adjust_contrast, adjust_saturation, adjust_hue, rgb_to_grayscale, to_dtype,
-normalize.
+RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
+ColorJitter, Grayscale, RandomGrayscale, Normalize, ToDtype, PILToTensor,
+ToPureTensor; InterpolationMode. Functions (v2.functional): resize,
+center_crop, crop, resized_crop, horizontal_flip, vertical_flip, rotate,
+affine, adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue,
+rgb_to_grayscale, to_dtype, normalize.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -58,6 +58,23 @@ tests/python/test_torchvision_api.py):
   (area and log-uniform aspect ratio as torchvision, 10 attempts, then the
   whole image): the same distribution, not torchvision's numbers. Random
   transforms draw from Compose's ``seed`` (see Compose), not from torch's
+  generator.
+- RandomRotation, RandomAffine, v2.functional.rotate and affine
+  (tests/python/test_torchvision_warps.py) follow torchvision's tensor
+  implementation (PIL images too, which torchvision would warp with PIL):
+  its inverse matrix, centre, expand size and zero fill, run by ladle's
+  warp_affine. NEAREST: bit-exact on random images, except where every
+  source position is a tie (e.g. 90 degrees when height and width differ in
+  parity): torchvision rounds those half to even, ladle takes the floor
+  (DALI's rule), so many pixels take the neighbour. BILINEAR without fill:
+  within 1 level (under 0.1% of the values). BILINEAR with a fill value
+  (the classes' default fill=0 included): torchvision multiplies the
+  zero-padded sample by the in-image weight once more before adding the
+  fill, ladle blends the taps with the fill (DALI's rule): pixels at the
+  image's edge differ (up to ~60 levels measured), the others are within 1.
+  fill takes one value for all channels. Random parameters are drawn as
+  torchvision draws them (translation rounded), on the host from Compose's
+  seed, the transform's step and the image's index, not from torch's
   generator.
 - Interpolation: ladle's nearest neighbour samples pixel centres, which is
   torchvision's NEAREST_EXACT; NEAREST (torchvision's legacy rule, which
@@ -96,8 +113,10 @@ from ._transforms import (
     Normalize,
     PILToTensor,
     RandomGrayscale,
+    RandomAffine,
     RandomHorizontalFlip,
     RandomResizedCrop,
+    RandomRotation,
     RandomVerticalFlip,
     Resize,
     ToDtype,
@@ -115,8 +134,10 @@ __all__ = [
     "Normalize",
     "PILToTensor",
     "RandomGrayscale",
+    "RandomAffine",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
+    "RandomRotation",
     "RandomVerticalFlip",
     "Resize",
     "ToDtype",

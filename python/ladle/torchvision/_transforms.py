@@ -1,6 +1,7 @@
 """The transform classes of ladle.torchvision and Compose, which turns a list
 of them into one ladle pipeline."""
 
+import math
 import numbers
 import threading
 
@@ -79,6 +80,90 @@ def crop_position(offset, extent, crop):
     return pos
 
 
+# --- torchvision's affine warps (its tensor implementation): the inverse
+# matrix it builds, about the image centre, turned into the destination-to-
+# source matrix of ladle's warp_affine (origin at the top-left corner).
+
+
+def inverse_affine(center, angle, translate, scale, shear):
+    """torchvision's _get_inverse_affine_matrix: the output-to-input map
+    [a, b, c, d, e, f] of rotation (degrees), scale, shear (x, y degrees) and
+    translation about `center` (coordinates relative to the image centre)."""
+    rot, sx, sy = math.radians(angle), math.radians(shear[0]), math.radians(shear[1])
+    cx, cy = center
+    tx, ty = translate
+    a = math.cos(rot - sy) / math.cos(sy)
+    b = -math.cos(rot - sy) * math.tan(sx) / math.cos(sy) - math.sin(rot)
+    c = math.sin(rot - sy) / math.cos(sy)
+    d = -math.sin(rot - sy) * math.tan(sx) / math.cos(sy) + math.cos(rot)
+    m = [x / scale for x in (d, -b, 0.0, -c, a, 0.0)]
+    m[2] += m[0] * (-cx - tx) + m[1] * (-cy - ty) + cx
+    m[5] += m[3] * (-cx - tx) + m[4] * (-cy - ty) + cy
+    return m
+
+
+def warp_matrix(inv, h, w, oh, ow):
+    """ladle's warp_affine matrix for torchvision's centred inverse map: the
+    output pixel centre x + 0.5 is x + 0.5 - ow / 2 about the output centre,
+    and the input position found is taken back from the input centre."""
+    a, b, c, d, e, f = inv
+    return [a, b, a * (-ow * 0.5) + b * (-oh * 0.5) + c + w * 0.5,
+            d, e, d * (-ow * 0.5) + e * (-oh * 0.5) + f + h * 0.5]
+
+
+def expanded_size(inv, h, w):
+    """torchvision's _compute_affine_output_size (float32, 1e-4 truncation): (h, w)."""
+    f = np.float32
+    pts = np.array([[-0.5 * w, -0.5 * h, 1.0], [-0.5 * w, 0.5 * h, 1.0], [0.5 * w, 0.5 * h, 1.0],
+                    [0.5 * w, -0.5 * h, 1.0]], f)
+    new = pts @ np.array(inv, f).reshape(2, 3).T
+    lo, hi = new.min(axis=0) + np.array([w * 0.5, h * 0.5], f), new.max(axis=0) + np.array([w * 0.5, h * 0.5], f)
+    tol = f(1e-4)
+    size = np.ceil(np.trunc(hi / tol) * tol) - np.floor(np.trunc(lo / tol) * tol)
+    return int(size[1]), int(size[0])
+
+
+def centre_offset(center, h, w):
+    """torchvision's centre argument (pixels from the top-left corner) as an offset from the image centre."""
+    if center is None:
+        return [0.0, 0.0]
+    if len(center) != 2:
+        raise _ladle.InvalidArgumentError(f"center must be (x, y), got {center!r}")
+    return [float(center[0]) - w * 0.5, float(center[1]) - h * 0.5]
+
+
+def warp_fill(fill, who):
+    """ladle's fill_value for torchvision's fill (None: 0, as its zero padding)."""
+    if fill is None:
+        return 0.0
+    if isinstance(fill, numbers.Number):
+        return float(fill)
+    values = [float(v) for v in fill]
+    if not values or any(v != values[0] for v in values):
+        raise _ladle.UnsupportedError(f"{who}: fill takes one value for all channels in ladle, got {fill!r}")
+    return values[0]
+
+
+def warp_interp(mode, who):
+    """NN or LINEAR (torchvision's tensor warps have NEAREST and BILINEAR only)."""
+    name = interp_type(mode, who)
+    if name not in ("NN", "LINEAR"):
+        raise _ladle.UnsupportedError(f"{who}: interpolation {mode!r} is not supported; use NEAREST or BILINEAR")
+    return name
+
+
+def value_range(value, who, name, center=0.0):
+    """A number v (v >= 0) as (center - v, center + v), or a 2-sequence as is."""
+    if isinstance(value, numbers.Number):
+        if value < 0:
+            raise _ladle.InvalidArgumentError(f"{who}: if {name} is a single number, it must be positive")
+        return (center - float(value), center + float(value))
+    value = [float(v) for v in value]
+    if len(value) != 2:
+        raise _ladle.InvalidArgumentError(f"{who}: {name} must be a number or a sequence of 2 numbers")
+    return tuple(value)
+
+
 # --- the transforms ---------------------------------------------------------
 
 
@@ -87,6 +172,7 @@ class Transform:
     None: Compose's device). Transforms run inside a Compose only."""
 
     geometric = True
+    random = False  # True: params(h, w, rng) draws the image's parameters on the host
 
     def __init__(self, device=None):
         if device is not None and str(device).lower() not in ("cpu", "gpu", "cuda"):
@@ -102,6 +188,9 @@ class Transform:
     # Hooks of Compose (geometric transforms).
     def out_shape(self, h, w):
         return h, w
+
+    def params(self, h, w, rng):
+        return None
 
     def build(self, node, ctx):
         return node
@@ -210,6 +299,112 @@ class RandomVerticalFlip(_RandomFlip):
     """torchvision's RandomVerticalFlip: flips upside down with probability p."""
 
     _horizontal = False
+
+
+class _RandomWarp(Transform):
+    """Shared by RandomRotation and RandomAffine: per image, parameters drawn
+    on the host by params(h, w, rng) (rng keyed by Compose's seed, the step
+    and the image's index), a warp_affine with their matrix."""
+
+    random = True
+    _expand = False
+
+    def out_shape(self, h, w, params=None):
+        if params is None or not self._expand:
+            return h, w
+        return params["size"]
+
+    def build(self, node, ctx):
+        def matrix(h, w, p):
+            oh, ow = self.out_shape(h, w, p)
+            return warp_matrix(p["inverse"], h, w, oh, ow)
+
+        args = dict(matrix=ctx.per_sample(matrix, ndim=1, with_params=True), fill_value=self._fill,
+                    interp_type=self._interp)
+        if self._expand:
+            args["size"] = ctx.per_sample(lambda h, w, p: list(p["size"]), ndim=1, with_params=True)
+        return fn.warp_affine(node, device=ctx.device, **args)
+
+
+class RandomRotation(_RandomWarp):
+    """torchvision's RandomRotation: an angle drawn uniformly from
+    ``degrees`` ((-d, d) for a number), counter-clockwise, about ``center``
+    (x, y; default the image centre); ``expand`` enlarges the canvas as
+    torchvision does; ``fill`` one value (default 0); NEAREST or BILINEAR.
+    Pixels follow torchvision's tensor implementation (see the notes)."""
+
+    def __init__(self, degrees, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=0,
+                 device=None):
+        super().__init__(device)
+        self.degrees = value_range(degrees, "RandomRotation", "degrees")
+        self.interpolation = interpolation
+        self.expand = bool(expand)
+        self.center = None if center is None else [float(c) for c in center]
+        self.fill = fill
+        if self.center is not None and len(self.center) != 2:
+            raise _ladle.InvalidArgumentError("RandomRotation: center must be (x, y)")
+        self._interp = warp_interp(interpolation, "RandomRotation")
+        self._fill = warp_fill(fill, "RandomRotation")
+        self._expand = self.expand
+
+    def params(self, h, w, rng):
+        angle = float(rng.uniform(self.degrees[0], self.degrees[1]))
+        inv = inverse_affine(centre_offset(self.center, h, w), -angle, [0.0, 0.0], 1.0, [0.0, 0.0])
+        return {"angle": angle, "inverse": inv, "size": expanded_size(inv, h, w) if self.expand else (h, w)}
+
+
+class RandomAffine(_RandomWarp):
+    """torchvision's RandomAffine: angle from ``degrees``, translation
+    (tx, ty) = round(uniform(+-translate * (w, h))), scale from ``scale``,
+    shear x (and y) from ``shear`` (a number s: (-s, s) in x; 2 values: x; 4:
+    x and y), about ``center``; ``fill`` one value (default 0); NEAREST or
+    BILINEAR. Parameters are drawn as torchvision draws them, from ladle's
+    seed instead of torch's generator."""
+
+    def __init__(self, degrees, translate=None, scale=None, shear=None, interpolation=InterpolationMode.NEAREST,
+                 fill=0, center=None, device=None):
+        super().__init__(device)
+        who = "RandomAffine"
+        self.degrees = value_range(degrees, who, "degrees")
+        if translate is not None:
+            translate = tuple(float(t) for t in translate)
+            if len(translate) != 2 or not all(0.0 <= t <= 1.0 for t in translate):
+                raise _ladle.InvalidArgumentError(f"{who}: translate must be 2 values in [0, 1], got {translate!r}")
+        if scale is not None:
+            scale = tuple(float(v) for v in scale)
+            if len(scale) != 2 or not all(v > 0 for v in scale):
+                raise _ladle.InvalidArgumentError(f"{who}: scale must be 2 positive values, got {scale!r}")
+        if shear is not None:
+            if isinstance(shear, numbers.Number):
+                shear = value_range(shear, who, "shear")
+            else:
+                shear = tuple(float(v) for v in shear)
+                if len(shear) not in (2, 4):
+                    raise _ladle.InvalidArgumentError(f"{who}: shear must be a number or 2 or 4 values")
+        self.translate, self.scale, self.shear = translate, scale, shear
+        self.interpolation = interpolation
+        self.fill = fill
+        self.center = None if center is None else [float(c) for c in center]
+        if self.center is not None and len(self.center) != 2:
+            raise _ladle.InvalidArgumentError(f"{who}: center must be (x, y)")
+        self._interp = warp_interp(interpolation, who)
+        self._fill = warp_fill(fill, who)
+
+    def params(self, h, w, rng):
+        angle = float(rng.uniform(self.degrees[0], self.degrees[1]))
+        tx = ty = 0
+        if self.translate is not None:
+            max_dx, max_dy = self.translate[0] * w, self.translate[1] * h
+            tx, ty = int(round(rng.uniform(-max_dx, max_dx))), int(round(rng.uniform(-max_dy, max_dy)))
+        scale = 1.0 if self.scale is None else float(rng.uniform(self.scale[0], self.scale[1]))
+        shear = [0.0, 0.0]
+        if self.shear is not None:
+            shear[0] = float(rng.uniform(self.shear[0], self.shear[1]))
+            if len(self.shear) == 4:
+                shear[1] = float(rng.uniform(self.shear[2], self.shear[3]))
+        inv = inverse_affine(centre_offset(self.center, h, w), angle, [float(tx), float(ty)], scale, shear)
+        return {"angle": angle, "translate": (tx, ty), "scale": scale, "shear": tuple(shear), "inverse": inv,
+                "size": (h, w)}
 
 
 class ToDtype(Transform):
@@ -391,16 +586,25 @@ class _BuildContext:
         self.step = 0
         self.seed = compose.seed
 
-    def per_sample(self, value_of_shape, with_image=False):
+    def per_sample(self, value_of_shape, ndim=0, with_params=False):
+        """value_of_shape(h, w) (with_params: (h, w, params), the transform's
+        params() of this image) gives each image's value: a number (ndim 0)
+        or a list (ndim 1)."""
+        value_of = (lambda h, w, p, img, index: value_of_shape(h, w, p)) if with_params else \
+            (lambda h, w, p, img, index: value_of_shape(h, w))
+        return self._argument(value_of, ndim)
+
+    def _argument(self, value_of, ndim=0):
+        """value_of(h, w, params, image, index) per image."""
         name = f"arg{len(self._compose._args)}"
-        self._compose._args.append((name, self.step, value_of_shape, with_image))
-        return fn.external_source(name=name, device="cpu", dtype=types.FLOAT, ndim=0)
+        self._compose._args.append((name, self.step, value_of))
+        return fn.external_source(name=name, device="cpu", dtype=types.FLOAT, ndim=ndim)
 
     def per_sample_image(self, value_of):
         """A per-sample argument value_of(h, w, image, index): `image` is the
         HWC image as it entered the Compose (host memory) and `index` counts
         the images this Compose has been called on."""
-        return self.per_sample(value_of, with_image=True)
+        return self._argument(lambda h, w, p, img, index: value_of(h, w, img, index))
 
 
 class Compose:
@@ -440,8 +644,8 @@ class Compose:
         self.seed = _exec.next_seed() if seed is None else int(seed)
         self._pipeline_kwargs = pipeline_kwargs
         self._lock = threading.Lock()
-        self._seen = 0  # images transformed so far: keys the host-side random draws
         self._pipes = {}  # input dtype -> (pipeline, output info)
+        self._iterations = {}  # input dtype -> iterations run (image indices for random draws)
         self._args = []
         self._plan()
 
@@ -539,7 +743,9 @@ class Compose:
             for start in range(0, len(inputs), self.batch_size):
                 chunk = inputs.samples[start:start + self.batch_size]
                 pipe.feed_input("images", chunk, layout="HWC")
-                for name, values in self._arg_values(chunk, args).items():
+                first = self._iterations.get(dtype, 0) * self.batch_size
+                self._iterations[dtype] = self._iterations.get(dtype, 0) + 1
+                for name, values in self._arg_values(chunk, args, first).items():
                     pipe.feed_input(name, values)
                 tl = pipe.run()[0]
                 tls.append(tl)
@@ -552,17 +758,19 @@ class Compose:
         as_pil = not self._to_tensor
         return assemble(inputs, samples, chw, as_pil, torch_batch)
 
-    def _arg_values(self, chunk, args):
-        """The per-sample arguments of every transform for these images."""
-        values = {name: [] for name, _, _, _ in args}
-        for a in chunk:
+    def _arg_values(self, chunk, args, first_index):
+        """The per-sample arguments of every transform for these images;
+        random transforms draw from (seed, step, image index)."""
+        values = {name: [] for name, _, _ in args}
+        for i, a in enumerate(chunk):
             h, w = a.shape[0], a.shape[1]
             for step, t in enumerate(self._geometric):
-                for name, s, value_of, with_image in args:
+                p = t.params(h, w, np.random.default_rng([self.seed & 0xFFFFFFFFFFFFFFFF, step, first_index + i])) \
+                    if t.random else None
+                for name, s, value_of in args:
                     if s == step:
-                        values[name].append(value_of(h, w, a, self._seen) if with_image else value_of(h, w))
-                h, w = t.out_shape(h, w)
-            self._seen += 1
+                        values[name].append(value_of(h, w, p, a, first_index + i))
+                h, w = t.out_shape(h, w) if p is None else t.out_shape(h, w, p)
         # One [N] array: N samples of rank 0.
         return {name: np.array(vs, dtype=np.float32) for name, vs in values.items()}
 

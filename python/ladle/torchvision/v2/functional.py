@@ -19,10 +19,12 @@ from ... import types
 from ... import dynamic as _ldd
 from .._io import Inputs, InterpolationMode, assemble, interp_type
 from .._color import check_factor, check_hue, gray_mean, hue_degrees, require_uint8
-from .._transforms import center_offset, crop_position, resized_shape, size_pair
+from .._transforms import (center_offset, centre_offset, crop_position, expanded_size, inverse_affine, resized_shape,
+                           size_pair, warp_fill, warp_interp, warp_matrix)
 
-__all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "center_crop", "crop",
-           "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale", "to_dtype", "vertical_flip"]
+__all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "affine", "center_crop", "crop",
+           "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale", "rotate", "to_dtype",
+           "vertical_flip"]
 
 
 def _run(inpt, who, device, body, as_pil=True):
@@ -109,6 +111,57 @@ def horizontal_flip(inpt, device="cpu"):
 def vertical_flip(inpt, device="cpu"):
     """torchvision's vertical_flip (upside down)."""
     return _flip(inpt, "vertical_flip", 0, device)
+
+
+def _warp(inpt, who, device, inverse_of, expand, interpolation, fill):
+    """warp_affine with torchvision's inverse map inverse_of(h, w) per image."""
+    interp = warp_interp(interpolation, who)
+    fill_value = warp_fill(fill, who)
+
+    def body(b, shapes, dev):
+        mats, sizes = [], []
+        for h, w in shapes:
+            inv = inverse_of(h, w)
+            oh, ow = expanded_size(inv, h, w) if expand else (h, w)
+            mats.append(warp_matrix(inv, h, w, oh, ow))
+            sizes.append([float(oh), float(ow)])
+        return _ldd.warp_affine(b, device=dev, matrix=mats, size=sizes, fill_value=fill_value,
+                                interp_type=interp), False
+
+    return _run(inpt, who, device, body)
+
+
+def rotate(inpt, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=None,
+           device="cpu"):
+    """torchvision's rotate: ``angle`` degrees counter-clockwise about
+    ``center`` (x, y from the top-left corner; default the image centre),
+    ``expand`` to hold the whole rotated image; NEAREST or BILINEAR; ``fill``
+    one value (None: 0, torchvision's zero padding)."""
+    angle = float(angle)
+    return _warp(inpt, "rotate", device,
+                 lambda h, w: inverse_affine(centre_offset(center, h, w), -angle, [0.0, 0.0], 1.0, [0.0, 0.0]),
+                 expand, interpolation, fill)
+
+
+def affine(inpt, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None,
+           device="cpu"):
+    """torchvision's affine: rotation by ``angle`` degrees, ``translate``
+    (tx, ty) pixels, ``scale``, ``shear`` (a number: x only; or (x, y)
+    degrees) about ``center`` (default the image centre)."""
+    if len(translate) != 2:
+        raise _ladle.InvalidArgumentError("affine: translate must be (tx, ty)")
+    if not float(scale) > 0:
+        raise _ladle.InvalidArgumentError("affine: scale must be positive")
+    shear = [float(shear), 0.0] if isinstance(shear, (int, float)) else [float(v) for v in shear]
+    if len(shear) == 1:
+        shear = shear * 2
+    if len(shear) != 2:
+        raise _ladle.InvalidArgumentError("affine: shear must be a number or (x, y)")
+    translate = [float(t) for t in translate]
+    angle, scale = float(angle), float(scale)
+    return _warp(inpt, "affine", device,
+                 lambda h, w: inverse_affine(centre_offset(center, h, w), angle, translate, scale, shear),
+                 False, interpolation, fill)
 
 
 def _is_float_tensor(x):

@@ -1,0 +1,90 @@
+/* The per-pixel rule of ladle__warp_affine (warp_kernel.h), included by the
+ * CPU kernel (warp_kernel.c) and the CUDA kernel (warp_kernel.cu) so that
+ * both compute the same float operations in the same order. */
+#ifndef LADLE_OPS_GEOMETRY_WARP_SAMPLE_H
+#define LADLE_OPS_GEOMETRY_WARP_SAMPLE_H
+
+#include <math.h>
+
+#include "ops/geometry/warp_kernel.h"
+
+#ifdef __CUDACC__
+#define WARP_FN static __device__ __forceinline__
+#define WARP_MUL(a, b) __fmul_rn((a), (b))
+#define WARP_ADD(a, b) __fadd_rn((a), (b))
+#define WARP_SUB(a, b) __fsub_rn((a), (b))
+#else
+#define WARP_FN static inline
+#define WARP_MUL(a, b) ((a) * (b))
+#define WARP_ADD(a, b) ((a) + (b))
+#define WARP_SUB(a, b) ((a) - (b))
+#endif
+
+/* floor as an int, for coordinates kept far from int overflow (and NaN sent
+ * to the low side: outside the image either way). */
+WARP_FN int warp_floor(float v) {
+  v = fmaxf(v, -1073741824.0f);
+  v = fminf(v, 1073741824.0f);
+  return (int)floorf(v);
+}
+
+WARP_FN float warp_load(const void *in, size_t i, int in_f32) {
+  return in_f32 ? ((const float *)in)[i] : (float)((const uint8_t *)in)[i];
+}
+
+WARP_FN void warp_store(void *out, size_t i, int out_f32, float v) {
+  if (out_f32) {
+    ((float *)out)[i] = v;
+  } else {
+    float r = roundf(v);
+    ((uint8_t *)out)[i] = (uint8_t)(r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f);
+  }
+}
+
+/* One input tap of channel c: the pixel, the clamped border, or the fill. */
+WARP_FN float warp_tap(const void *in, const ladle__warp_params *p, int x, int y, int c) {
+  if (x < 0 || y < 0 || x >= p->in_w || y >= p->in_h) {
+    if (p->use_fill) return p->fill_in;
+    x = x < 0 ? 0 : x >= p->in_w ? p->in_w - 1 : x;
+    y = y < 0 ? 0 : y >= p->in_h ? p->in_h - 1 : y;
+  }
+  return warp_load(in, ((size_t)y * (size_t)p->in_w + (size_t)x) * (size_t)p->channels + (size_t)c, p->in_f32);
+}
+
+/* Output pixel (x, y), all channels. */
+WARP_FN void warp_pixel(void *out, const void *in, const ladle__warp_params *p, int x, int y) {
+  const float *m = p->m;
+  float fx = (float)x + 0.5f, fy = (float)y + 0.5f;
+  float sx = WARP_ADD(WARP_ADD(WARP_MUL(m[0], fx), WARP_MUL(m[1], fy)), m[2]);
+  float sy = WARP_ADD(WARP_ADD(WARP_MUL(m[3], fx), WARP_MUL(m[4], fy)), m[5]);
+  int C = p->channels;
+  size_t o = ((size_t)y * (size_t)p->out_w + (size_t)x) * (size_t)C;
+  if (!p->linear) {
+    int xi = warp_floor(sx), yi = warp_floor(sy);
+    int outside = xi < 0 || yi < 0 || xi >= p->in_w || yi >= p->in_h;
+    for (int c = 0; c < C; c++)
+      warp_store(out, o + (size_t)c, p->out_f32, outside && p->use_fill ? p->fill_out : warp_tap(in, p, xi, yi, c));
+    return;
+  }
+  sx = WARP_SUB(sx, 0.5f);
+  sy = WARP_SUB(sy, 0.5f);
+  int x0 = warp_floor(sx), y0 = warp_floor(sy);
+  float qx = WARP_SUB(sx, (float)x0), qy = WARP_SUB(sy, (float)y0);
+  float px = WARP_SUB(1.0f, qx);
+  for (int c = 0; c < C; c++) {
+    float s00 = warp_tap(in, p, x0, y0, c), s01 = warp_tap(in, p, x0 + 1, y0, c);
+    float s10 = warp_tap(in, p, x0, y0 + 1, c), s11 = warp_tap(in, p, x0 + 1, y0 + 1, c);
+    float s0 = WARP_ADD(WARP_MUL(s00, px), WARP_MUL(s01, qx));
+    float s1 = WARP_ADD(WARP_MUL(s10, px), WARP_MUL(s11, qx));
+    warp_store(out, o + (size_t)c, p->out_f32, WARP_ADD(s0, WARP_MUL(WARP_SUB(s1, s0), qy)));
+  }
+}
+
+/* Paste: output element i of a row of the canvas. */
+WARP_FN uint8_t paste_elem(const uint8_t *in, const ladle__paste_params *p, int y, int xc) {
+  int C = p->channels, iy = y - p->y0, ix = xc / C - p->x0;
+  if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return p->fill[xc % C];
+  return in[((size_t)iy * (size_t)p->in_w + (size_t)ix) * (size_t)C + (size_t)(xc % C)];
+}
+
+#endif

@@ -1,0 +1,161 @@
+/* The CUDA kernels of warp_affine/rotate and paste against their CPU
+ * references (ops/geometry/warp_kernel.h) on random images, matrices, sizes,
+ * element types, filters and borders: bit-identical (both evaluate
+ * warp_sample.h's float operations in the same order, each rounded on its
+ * own). Exits 77 (ctest's SKIP) without CUDA or a device. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef LADLE_HAVE_CUDA
+
+int main(void) {
+  printf("skipped: built without CUDA\n");
+  return 77;
+}
+
+#else
+
+#include <math.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/rng.h"
+#include "cuda/runtime.h"
+#include "ops/geometry/warp_kernel.h"
+#include "test.h"
+
+enum { BATCH = 6, PARAM_BYTES = 1 << 16 };
+
+static ladle__rng rng;
+static void *stream;
+static void *host_params, *dev_params;
+
+static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
+static double rnd_range(double lo, double hi) { return lo + (hi - lo) * ladle__rng_uniform(&rng); }
+
+typedef struct gpu_sample {
+  void *in_host, *out_cpu, *out_gpu;
+  void *in_dev, *out_dev;
+  size_t in_bytes, out_bytes;
+} gpu_sample;
+
+static void sample_alloc(gpu_sample *g, size_t in_bytes, size_t out_bytes) {
+  g->in_bytes = in_bytes;
+  g->out_bytes = out_bytes;
+  g->in_host = malloc(in_bytes);
+  g->out_cpu = malloc(out_bytes);
+  g->out_gpu = malloc(out_bytes);
+  CHECK(cudaMalloc(&g->in_dev, in_bytes) == cudaSuccess);
+  CHECK(cudaMalloc(&g->out_dev, out_bytes) == cudaSuccess);
+  uint8_t *p = g->in_host;
+  for (size_t i = 0; i < in_bytes; i++) p[i] = (uint8_t)ladle__rng_u32(&rng);
+}
+
+static void sample_free(gpu_sample *g) {
+  free(g->in_host);
+  free(g->out_cpu);
+  free(g->out_gpu);
+  cudaFree(g->in_dev);
+  cudaFree(g->out_dev);
+}
+
+static int sample_compare(gpu_sample *g) {
+  CHECK(cudaMemcpy(g->out_gpu, g->out_dev, g->out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+  return memcmp(g->out_cpu, g->out_gpu, g->out_bytes) == 0;
+}
+
+static void test_warp(void) {
+  for (int round = 0; round < 40; round++) {
+    ladle__gpu_warp_desc d[BATCH];
+    gpu_sample g[BATCH];
+    int n = rnd_int(1, BATCH);
+    for (int i = 0; i < n; i++) {
+      ladle__warp_params p;
+      memset(&p, 0, sizeof p);
+      p.in_h = rnd_int(1, 70), p.in_w = rnd_int(1, 70), p.channels = rnd_int(1, 4);
+      p.out_h = rnd_int(1, 90), p.out_w = rnd_int(1, 90);
+      p.in_f32 = rnd_int(0, 1), p.out_f32 = rnd_int(0, 1), p.linear = rnd_int(0, 1), p.use_fill = rnd_int(0, 1);
+      double a = rnd_range(-M_PI, M_PI), s = rnd_range(0.3, 3);
+      p.m[0] = (float)(s * cos(a)), p.m[1] = (float)(-s * sin(a) + rnd_range(-0.5, 0.5));
+      p.m[3] = (float)(s * sin(a)), p.m[4] = (float)(s * cos(a));
+      p.m[2] = (float)rnd_range(-80, 80), p.m[5] = (float)rnd_range(-80, 80);
+      ladle__warp_fill(&p, rnd_range(-20, 300));
+      size_t in_elem = p.in_f32 ? 4 : 1, out_elem = p.out_f32 ? 4 : 1;
+      sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels * in_elem,
+                   (size_t)p.out_h * p.out_w * p.channels * out_elem);
+      if (p.in_f32) { /* finite floats, not raw bytes */
+        float *f = g[i].in_host;
+        for (size_t k = 0; k < g[i].in_bytes / 4; k++) f[k] = (float)rnd_range(-50, 300);
+      }
+      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      ladle__warp_affine(g[i].out_cpu, g[i].in_host, &p);
+      d[i] = (ladle__gpu_warp_desc){g[i].in_dev, g[i].out_dev, p};
+    }
+    CHECK(ladle__gpu_warp_param_bytes(n) <= PARAM_BYTES);
+    CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+    for (int i = 0; i < n; i++) {
+      CHECK(sample_compare(&g[i]));
+      sample_free(&g[i]);
+    }
+  }
+}
+
+static void test_paste(void) {
+  for (int round = 0; round < 20; round++) {
+    ladle__gpu_paste_desc d[BATCH];
+    gpu_sample g[BATCH];
+    int n = rnd_int(1, BATCH);
+    for (int i = 0; i < n; i++) {
+      ladle__paste_params p;
+      memset(&p, 0, sizeof p);
+      p.in_h = rnd_int(1, 60), p.in_w = rnd_int(1, 60), p.channels = rnd_int(1, 4);
+      p.out_h = p.in_h + rnd_int(0, 60), p.out_w = p.in_w + rnd_int(0, 60);
+      p.x0 = rnd_int(0, p.out_w - p.in_w), p.y0 = rnd_int(0, p.out_h - p.in_h);
+      for (int c = 0; c < 4; c++) p.fill[c] = (uint8_t)rnd_int(0, 255);
+      sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels, (size_t)p.out_h * p.out_w * p.channels);
+      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      ladle__paste(g[i].out_cpu, g[i].in_host, &p);
+      d[i] = (ladle__gpu_paste_desc){g[i].in_dev, g[i].out_dev, p};
+    }
+    CHECK_OK(ladle__gpu_paste(d, n, host_params, dev_params, PARAM_BYTES, stream));
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+    for (int i = 0; i < n; i++) {
+      CHECK(sample_compare(&g[i]));
+      sample_free(&g[i]);
+    }
+  }
+}
+
+static void test_bad_arguments(void) {
+  ladle__gpu_warp_desc d;
+  memset(&d, 0, sizeof d);
+  CHECK(ladle__gpu_warp_affine(&d, 1, host_params, dev_params, PARAM_BYTES, stream) == LADLE_ERROR_INVALID_ARGUMENT);
+  CHECK(ladle__gpu_warp_affine(&d, 0, host_params, dev_params, PARAM_BYTES, stream) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle__gpu_paste_desc q;
+  memset(&q, 0, sizeof q);
+  CHECK(ladle__gpu_paste(&q, 1, host_params, dev_params, 1, stream) == LADLE_ERROR_INVALID_ARGUMENT);
+}
+
+int main(void) {
+  if (ladle__cuda_device_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return 77;
+  }
+  ladle__rng_init(&rng, 2024, 7, 0, 0);
+  CHECK_OK(ladle__cuda_use_device(0, NULL));
+  CHECK_OK(ladle__cuda_stream_create(0, &stream));
+  CHECK(cudaHostAlloc(&host_params, PARAM_BYTES, cudaHostAllocDefault) == cudaSuccess);
+  CHECK(cudaMalloc(&dev_params, PARAM_BYTES) == cudaSuccess);
+  RUN(test_warp);
+  RUN(test_paste);
+  RUN(test_bad_arguments);
+  cudaFreeHost(host_params);
+  cudaFree(dev_params);
+  ladle__cuda_stream_destroy(stream);
+  TEST_MAIN_END();
+}
+
+#endif /* LADLE_HAVE_CUDA */
