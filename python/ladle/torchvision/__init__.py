@@ -19,7 +19,7 @@ ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
-RandomHorizontalFlip, RandomVerticalFlip, Normalize, ToDtype, PILToTensor,
+RandomHorizontalFlip, RandomVerticalFlip, GaussianBlur, RandomErasing, Normalize, ToDtype, PILToTensor,
 ToPureTensor; InterpolationMode.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
@@ -67,8 +67,10 @@ from ._io import InterpolationMode
 from ._transforms import (
     CenterCrop,
     Compose,
+    GaussianBlur,
     Normalize,
     PILToTensor,
+    RandomErasing,
     RandomHorizontalFlip,
     RandomResizedCrop,
     RandomVerticalFlip,

@@ -12,9 +12,9 @@ enum { ER_ANCHOR, ER_SHAPE, ER_AXES, ER_AXIS_NAMES, ER_FILL, ER_NORMALIZED, ER_N
 static const int64_t default_axes[] = {1, 0};
 static const double default_fill[] = {0.0};
 static const ladle_arg_schema erase_args[ER_COUNT] = {
-    [ER_ANCHOR] = {LADLE_OPTIONAL_ARG("anchor", LADLE_ARG_FLOATS),
+    [ER_ANCHOR] = {LADLE_OPTIONAL_ARG("anchor", LADLE_ARG_FLOATS), .per_sample = 1,
         .doc = "Start of each box on the named axes, boxes one after another (y0, x0, y1, x1, ...)."},
-    [ER_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_FLOATS), LADLE_RANGE(0.0, 1e18),
+    [ER_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_FLOATS), .per_sample = 1, LADLE_RANGE(0.0, 1e18),
         .doc = "Extent of each box on the named axes, as `anchor`."},
     [ER_AXES] = {LADLE_INTS_ARG("axes", default_axes), LADLE_RANGE(0, 63),
         .doc = "Axis indices that anchor and shape refer to; used when axis_names is given as \"\"."},
@@ -60,7 +60,8 @@ static ladle_status erase_init(ladle__node *n) {
   }
   const ladle_value *anchor = ladle__arg_value(n, ER_ANCHOR), *shape = ladle__arg_value(n, ER_SHAPE);
   if (st->naxes < 1) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "no axes to erase along");
-  if (shape->count % st->naxes || (anchor->count && anchor->count != shape->count))
+  int per_sample = n->args[ER_ANCHOR].source >= 0 || n->args[ER_SHAPE].source >= 0;
+  if (!per_sample && (shape->count % st->naxes || (anchor->count && anchor->count != shape->count)))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "arguments 'anchor' (%d values) and 'shape' (%d values) must both hold a multiple of %d "
                          "values (one per axis and box)", anchor->count, shape->count, st->naxes);
@@ -98,6 +99,26 @@ static void fill_at(void *data, ladle_dtype t, int64_t i, double v) {
   }
 }
 
+#define ERASE_MAX_VALUES 256
+
+/* A list argument's values for this sample (its node's sample, or the
+ * constant) into v; returns their count. */
+static int list_values(const ladle__node *n, const ladle__sample *s, int arg, double *v) {
+  int src = n->args[arg].source;
+  if (src < 0) {
+    const ladle_value *c = ladle__arg_value(n, arg);
+    int count = c->count < ERASE_MAX_VALUES ? c->count : ERASE_MAX_VALUES;
+    for (int k = 0; k < count; k++) v[k] = c->u.floats[k];
+    return count;
+  }
+  const ladle_batch *b = n->source_batches[src];
+  ladle__tensor t = {ladle_batch_data(b, s->slot), NULL, 0, b->dtype};
+  int64_t count = ladle__batch_sample_elems(b, s->slot);
+  if (count > ERASE_MAX_VALUES) count = ERASE_MAX_VALUES;
+  for (int64_t k = 0; k < count; k++) v[k] = x_of(&t, k);
+  return (int)count;
+}
+
 static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
   const erase_node *st = n->state;
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
@@ -105,12 +126,17 @@ static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
   int64_t total = 1;
   for (int d = 0; d < in.ndim; d++) total *= in.shape[d];
   memcpy(out.data, in.data, (size_t)total * es);
-  const ladle_value *anchor = ladle__arg_value(n, ER_ANCHOR), *shape = ladle__arg_value(n, ER_SHAPE),
-                    *fill = ladle__arg_value(n, ER_FILL);
+  const ladle_value *fill = ladle__arg_value(n, ER_FILL);
+  double anchor[ERASE_MAX_VALUES], shape[ERASE_MAX_VALUES];
+  int na = list_values(n, s, ER_ANCHOR, anchor), ns = list_values(n, s, ER_SHAPE, shape);
+  if (ns % st->naxes || (na && na != ns))
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "arguments 'anchor' (%d values) and 'shape' (%d values) must both hold a multiple of %d "
+                         "values (one per axis and box)", na, ns, st->naxes);
   int norm = (int)ladle__arg_int(n, NULL, ER_NORMALIZED);
   int norm_a = norm || ladle__arg_int(n, NULL, ER_NORM_ANCHOR), norm_s = norm || ladle__arg_int(n, NULL, ER_NORM_SHAPE);
   int centered = (int)ladle__arg_int(n, NULL, ER_CENTERED);
-  int boxes = shape->count / st->naxes;
+  int boxes = ns / st->naxes;
   for (int b = 0; b < boxes; b++) {
     int64_t lo[LADLE_MAX_NDIM], hi[LADLE_MAX_NDIM];
     for (int d = 0; d < in.ndim; d++) lo[d] = 0, hi[d] = in.shape[d];
@@ -118,7 +144,7 @@ static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
     for (int k = 0; k < st->naxes; k++) {
       int d = st->axis[k];
       double ext = (double)in.shape[d];
-      double a = anchor->count ? anchor->u.floats[b * st->naxes + k] : 0, e = shape->u.floats[b * st->naxes + k];
+      double a = na ? anchor[b * st->naxes + k] : 0, e = shape[b * st->naxes + k];
       if (norm_a) a *= ext;
       if (norm_s) e *= ext;
       if (centered) a -= e / 2;
