@@ -339,9 +339,11 @@ def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=N
         spec = specs[key]
         if value is None:
             continue
+        # A list argument's constant is itself a list: per-sample values of one are a list of lists.
+        rank = 1 if spec["type"].startswith("list") else 0
         is_data = isinstance(value, (Batch, Tensor, TensorList)) or (
             spec["per_sample"] and (isinstance(value, (list, tuple, np.ndarray)) or _is_torch(value))
-            and np.ndim(_host_array(value) if _is_torch(value) else value) > 0)
+            and np.ndim(_host_array(value) if _is_torch(value) else value) > rank)
         if is_data:
             if not spec["per_sample"]:
                 raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} must be a constant; "

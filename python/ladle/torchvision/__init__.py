@@ -61,6 +61,18 @@ tests/python/test_torchvision_api.py):
   with antialias=False uses ladle's cubic filter (up to ~25 levels from
   torchvision's, whose cubic is sharper); with antialias (the default) it is
   within 1 level. BOX and HAMMING are not supported.
+- GaussianBlur / gaussian_blur (ladle's gaussian_blur, reflect-101 borders
+  like torchvision's reflect padding): on uint8 images at most 1 level from
+  torchvision (measured 0 on random images, tests/python/ops/filter/
+  test_filter_torchvision.py). GaussianBlur draws one sigma per image from
+  ladle's random.uniform (torchvision draws one per call, shared by a batch).
+- RandomErasing: torchvision's box rule (area in scale, log-uniform ratio, 10
+  attempts, nothing when none fits), drawn on the host by NumPy from the
+  Compose's seed (not torch's numbers), erased by ladle's erase (functional
+  erase: bit-exact). ``value`` is in the image's units where the transform
+  stands among the geometric ones, i.e. uint8 levels before the final
+  ToDtype/Normalize (torchvision usually erases the normalized tensor, where
+  0 is the mean colour); value="random" is not supported.
 """
 
 from ._io import InterpolationMode
