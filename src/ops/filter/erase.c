@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/filter/filter.h"
+#include "ops/filter/filter_kernels.h"
 
 enum { ER_ANCHOR, ER_SHAPE, ER_AXES, ER_AXIS_NAMES, ER_FILL, ER_NORMALIZED, ER_NORM_ANCHOR, ER_NORM_SHAPE,
        ER_CENTERED, ER_COUNT };
@@ -119,14 +120,12 @@ static int list_values(const ladle__node *n, const ladle__sample *s, int arg, do
   return (int)count;
 }
 
-static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
+/* The sample's boxes, clipped: [lo, hi) per axis, empty boxes left out;
+ * their number in *boxes. */
+static ladle_status erase_boxes(const ladle__node *n, const ladle__sample *s, const int64_t *shape_of, int ndim,
+                                int64_t (*lo)[LADLE_MAX_NDIM], int64_t (*hi)[LADLE_MAX_NDIM], int max_boxes,
+                                int *boxes) {
   const erase_node *st = n->state;
-  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
-  size_t es = ladle_dtype_size(in.dtype);
-  int64_t total = 1;
-  for (int d = 0; d < in.ndim; d++) total *= in.shape[d];
-  memcpy(out.data, in.data, (size_t)total * es);
-  const ladle_value *fill = ladle__arg_value(n, ER_FILL);
   double anchor[ERASE_MAX_VALUES], shape[ERASE_MAX_VALUES];
   int na = list_values(n, s, ER_ANCHOR, anchor), ns = list_values(n, s, ER_SHAPE, shape);
   if (ns % st->naxes || (na && na != ns))
@@ -135,36 +134,52 @@ static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
                          "values (one per axis and box)", na, ns, st->naxes);
   int norm = (int)ladle__arg_int(n, NULL, ER_NORMALIZED);
   int norm_a = norm || ladle__arg_int(n, NULL, ER_NORM_ANCHOR), norm_s = norm || ladle__arg_int(n, NULL, ER_NORM_SHAPE);
-  int centered = (int)ladle__arg_int(n, NULL, ER_CENTERED);
-  int boxes = ns / st->naxes;
-  for (int b = 0; b < boxes; b++) {
-    int64_t lo[LADLE_MAX_NDIM], hi[LADLE_MAX_NDIM];
-    for (int d = 0; d < in.ndim; d++) lo[d] = 0, hi[d] = in.shape[d];
+  int centered = (int)ladle__arg_int(n, NULL, ER_CENTERED), count = 0;
+  for (int b = 0; b < ns / st->naxes; b++) {
     int empty = 0;
+    for (int d = 0; d < ndim; d++) lo[count][d] = 0, hi[count][d] = shape_of[d];
     for (int k = 0; k < st->naxes; k++) {
       int d = st->axis[k];
-      double ext = (double)in.shape[d];
+      double ext = (double)shape_of[d];
       double a = na ? anchor[b * st->naxes + k] : 0, e = shape[b * st->naxes + k];
       if (norm_a) a *= ext;
       if (norm_s) e *= ext;
       if (centered) a -= e / 2;
       double l = floor(a), h = floor(a + e);
-      lo[d] = l < 0 ? 0 : l > ext ? (int64_t)ext : (int64_t)l;
-      hi[d] = h < 0 ? 0 : h > ext ? (int64_t)ext : (int64_t)h;
-      if (hi[d] <= lo[d]) empty = 1;
+      lo[count][d] = l < 0 ? 0 : l > ext ? (int64_t)ext : (int64_t)l;
+      hi[count][d] = h < 0 ? 0 : h > ext ? (int64_t)ext : (int64_t)h;
+      if (hi[count][d] <= lo[count][d]) empty = 1;
     }
     if (empty) continue;
+    if (count == max_boxes) return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "more than %d boxes per sample", max_boxes);
+    count++;
+  }
+  *boxes = count;
+  return LADLE_OK;
+}
+
+static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
+  const erase_node *st = n->state;
+  ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
+  size_t es = ladle_dtype_size(in.dtype);
+  int64_t total = 1;
+  for (int d = 0; d < in.ndim; d++) total *= in.shape[d];
+  memcpy(out.data, in.data, (size_t)total * es);
+  const ladle_value *fill = ladle__arg_value(n, ER_FILL);
+  int64_t lo[ERASE_MAX_VALUES][LADLE_MAX_NDIM], hi[ERASE_MAX_VALUES][LADLE_MAX_NDIM];
+  int boxes = 0;
+  LADLE_TRY_OP(erase_boxes(n, s, in.shape, in.ndim, lo, hi, ERASE_MAX_VALUES, &boxes));
+  for (int b = 0; b < boxes; b++) {
     int64_t idx[LADLE_MAX_NDIM];
-    memcpy(idx, lo, sizeof idx);
+    memcpy(idx, lo[b], sizeof idx);
     for (;;) {
       int64_t off = 0;
       for (int d = 0; d < in.ndim; d++) off = off * in.shape[d] + idx[d];
-      double v = fill->count > 1 ? fill->u.floats[idx[st->channel]] : fill->u.floats[0];
-      fill_at(out.data, out.dtype, off, v);
+      fill_at(out.data, out.dtype, off, fill->count > 1 ? fill->u.floats[idx[st->channel]] : fill->u.floats[0]);
       int d = in.ndim - 1;
       for (; d >= 0; d--) {
-        if (++idx[d] < hi[d]) break;
-        idx[d] = lo[d];
+        if (++idx[d] < hi[b][d]) break;
+        idx[d] = lo[b][d];
       }
       if (d < 0) break;
     }
@@ -172,13 +187,53 @@ static ladle_status erase_run(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+static ladle_status erase_run_batch(ladle__node *n, ladle__gpu *g) {
+  const erase_node *st = n->state;
+  int batch = n->config->batch_size;
+  const ladle_value *fill = ladle__arg_value(n, ER_FILL);
+  if (fill->count > LADLE__GPU_ERASE_MAX_FILL || n->in[0].ndim > 8)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "on the GPU: at most %d fill values and 8 dimensions",
+                         LADLE__GPU_ERASE_MAX_FILL);
+  ladle__gpu_erase_desc *d = NULL;
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_erase_param_bytes(batch);
+  LADLE_TRY_OP(ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d));
+  for (int i = 0; i < batch; i++) {
+    ladle__sample s = {.slot = i};
+    ladle__tensor in = ladle__input(n, &s, 0), out = ladle__output(n, &s, 0);
+    int64_t lo[LADLE__GPU_ERASE_MAX_BOXES][LADLE_MAX_NDIM], hi[LADLE__GPU_ERASE_MAX_BOXES][LADLE_MAX_NDIM];
+    int boxes = 0;
+    LADLE_TRY_OP(erase_boxes(n, &s, in.shape, in.ndim, lo, hi, LADLE__GPU_ERASE_MAX_BOXES, &boxes));
+    memset(&d[i], 0, sizeof d[i]);
+    d[i].in = in.data;
+    d[i].out = out.data;
+    d[i].ndim = in.ndim;
+    d[i].elem_size = (int)ladle_dtype_size(in.dtype);
+    d[i].channel_axis = st->channel < 0 ? 0 : st->channel;
+    d[i].num_fill = fill->count;
+    d[i].num_boxes = boxes;
+    for (int k = 0; k < in.ndim; k++) d[i].shape[k] = in.shape[k];
+    for (int b = 0; b < boxes; b++)
+      for (int k = 0; k < in.ndim; k++) d[i].lo[b][k] = lo[b][k], d[i].hi[b][k] = hi[b][k];
+    for (int f = 0; f < fill->count; f++) fill_at(d[i].fill_bytes[f], in.dtype, 0, fill->u.floats[f]);
+  }
+  LADLE_TRY_OP(ladle__gpu_params(g, bytes, &host, &dev));
+  return ladle__gpu_erase(d, batch, host, dev, bytes, g->stream);
+}
+#define ERASE_RUN_BATCH erase_run_batch
+#else
+#define ERASE_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_erase = {
     .schema = {.name = "erase",
                .doc = "Erases boxes (anchor, shape on the named axes) of each sample to fill_value.",
-               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU,
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
                .num_args = ER_COUNT, .args = erase_args},
     .init = erase_init,
     .fini = erase_fini,
     .setup = erase_setup,
     .run = erase_run,
+    .run_batch = ERASE_RUN_BATCH,
 };

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "ops/filter/filter.h"
+#include "ops/filter/filter_kernels.h"
 #include "ops/geometry/normalize_kernel.h"
 
 enum { GB_SIGMA, GB_WINDOW, GB_DTYPE, GB_COUNT };
@@ -74,22 +75,6 @@ static ladle_status blur_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-int ladle__reflect101(int64_t i, int64_t len) {
-  if (len <= 1) return 0;
-  int64_t period = 2 * len - 2;
-  i %= period;
-  if (i < 0) i += period;
-  return (int)(i >= len ? period - i : i);
-}
-
-int ladle__gauss_weights(float *w, int window, float sigma) {
-  int r = window / 2;
-  float sum = 0, e = 1.0f / (2 * sigma * sigma);
-  for (int k = -r; k <= r; k++) sum += w[k + r] = expf(-(float)(k * k) * e);
-  for (int k = 0; k < window; k++) w[k] /= sum;
-  return r;
-}
-
 /* One 1-D pass along an axis of (outer, len, inner) elements: dst = src * w. */
 static void convolve_axis(float *dst, const float *src, int64_t outer, int64_t len, int64_t inner, const float *w,
                           int r) {
@@ -132,13 +117,68 @@ static ladle_status blur_run(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+/* One launch per data axis (innermost first, as on the CPU): input -> float
+ * buffer -> ... -> output, the buffers in device scratch. */
+static ladle_status blur_run_batch(ladle__node *n, ladle__gpu *g) {
+  int batch = n->config->batch_size;
+  int axis[LADLE_MAX_NDIM], axes = ladle__data_axes(&n->in[0], axis);
+  size_t scratch_floats = 0;
+  int num_weights = 0;
+  for (int i = 0; i < batch; i++) {
+    const blur_sample *b = (const blur_sample *)(n->sample_states + (size_t)i * n->def->sample_state_size);
+    scratch_floats += 2 * (size_t)ladle__batch_sample_elems(n->in_batches[0], i);
+    for (int k = 0; k < axes; k++) num_weights += b->windows[k];
+  }
+  ladle__gpu_blur_pass *passes = NULL;
+  size_t pass_bytes = sizeof *passes * (size_t)batch * (size_t)axes;
+  LADLE_TRY_OP(ladle__scratch(n, &(ladle__sample){.worker = 0}, pass_bytes + sizeof(float) * (size_t)num_weights,
+                              (void **)&passes));
+  float *weights = (float *)(passes + (size_t)batch * axes), *buf = NULL;
+  if (axes > 1) LADLE_TRY_OP(ladle__gpu_device_scratch(g, sizeof(float) * (scratch_floats ? scratch_floats : 1),
+                                                       (void **)&buf));
+  int w_at = 0;
+  for (int i = 0; i < batch; i++) {
+    const blur_sample *b = (const blur_sample *)(n->sample_states + (size_t)i * n->def->sample_state_size);
+    ladle__sample s = {.slot = i};
+    ladle__tensor in = ladle__input(n, &s, 0), out = ladle__output(n, &s, 0);
+    int64_t count = ladle__batch_sample_elems(n->in_batches[0], i);
+    float *bufs[2] = {buf, buf ? buf + count : NULL};
+    for (int p = 0; p < axes; p++) {
+      int k = axes - 1 - p, d = axis[k];
+      ladle__gpu_blur_pass *q = &passes[(size_t)p * batch + i];
+      q->outer = q->inner = 1;
+      for (int e = 0; e < d; e++) q->outer *= in.shape[e];
+      for (int e = d + 1; e < in.ndim; e++) q->inner *= in.shape[e];
+      q->len = in.shape[d];
+      q->src = p == 0 ? in.data : bufs[(p - 1) % 2];
+      q->src_type = p == 0 ? (int)in.dtype : LADLE_FLOAT32;
+      q->dst = p == axes - 1 ? out.data : bufs[p % 2];
+      q->dst_type = p == axes - 1 ? (int)out.dtype : LADLE_FLOAT32;
+      q->weights = w_at;
+      q->radius = ladle__gauss_weights(weights + w_at, b->windows[k], b->sigmas[k]);
+      w_at += b->windows[k];
+    }
+    if (buf) buf += 2 * count;
+  }
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_blur_param_bytes(batch * axes, num_weights);
+  LADLE_TRY_OP(ladle__gpu_params(g, bytes, &host, &dev));
+  return ladle__gpu_blur(passes, batch, axes, weights, num_weights, host, dev, bytes, g->stream);
+}
+#define BLUR_RUN_BATCH blur_run_batch
+#else
+#define BLUR_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_gaussian_blur = {
     .schema = {.name = "gaussian_blur",
                .doc = "Blurs with a Gaussian kernel over every axis but the channels (borders: reflect-101).",
-               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU,
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
                .num_args = GB_COUNT, .args = blur_args},
     .sample_state_size = sizeof(blur_sample),
     .init = blur_init,
     .setup = blur_setup,
     .run = blur_run,
+    .run_batch = BLUR_RUN_BATCH,
 };

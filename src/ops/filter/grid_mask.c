@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "ops/filter/filter.h"
+#include "ops/filter/filter_kernels.h"
 
 enum { GM_RATIO, GM_ANGLE, GM_TILE, GM_SHIFT_X, GM_SHIFT_Y, GM_COUNT };
 static const ladle_arg_schema grid_args[GM_COUNT] = {
@@ -33,35 +34,57 @@ static ladle_status grid_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-static ladle_status grid_run(ladle__node *n, ladle__sample *s) {
+/* The sample's parameters, as DALI computes them (float). */
+static ladle__gpu_grid_desc grid_desc(const ladle__node *n, const ladle__sample *s) {
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
-  float ratio = (float)ladle__arg_float(n, s, GM_RATIO), angle = (float)ladle__arg_float(n, s, GM_ANGLE);
-  int tile = (int)ladle__arg_int(n, s, GM_TILE);
-  float ca = cosf(angle) / (float)tile, sa = sinf(angle) / (float)tile;
-  float sx = (float)ladle__arg_float(n, s, GM_SHIFT_X) / (float)tile, sy = (float)ladle__arg_float(n, s, GM_SHIFT_Y) / (float)tile;
-  int64_t h = in.shape[0], w = in.shape[1], c = in.shape[2];
-  size_t es = ladle_dtype_size(in.dtype);
-  const uint8_t *src = in.data;
-  uint8_t *dst = out.data;
-  for (int64_t y = 0; y < h; y++) {
-    float fxy = -sx + (float)y * -sa, fyy = -sy + (float)y * ca;
-    for (int64_t x = 0; x < w; x++) {
-      float fx = fxy + (float)x * ca, fy = fyy + (float)x * sa;
-      int keep = (fx - floorf(fx) >= ratio) || (fy - floorf(fy) >= ratio);
-      size_t off = (size_t)((y * w + x) * c) * es;
-      if (keep) memcpy(dst + off, src + off, (size_t)c * es);
-      else memset(dst + off, 0, (size_t)c * es);
+  float angle = (float)ladle__arg_float(n, s, GM_ANGLE), tile = (float)(int)ladle__arg_int(n, s, GM_TILE);
+  ladle__gpu_grid_desc d = {in.data, out.data, in.shape[0], in.shape[1], in.shape[2], (int)ladle_dtype_size(in.dtype),
+                            cosf(angle) / tile, sinf(angle) / tile, (float)ladle__arg_float(n, s, GM_SHIFT_X) / tile,
+                            (float)ladle__arg_float(n, s, GM_SHIFT_Y) / tile, (float)ladle__arg_float(n, s, GM_RATIO)};
+  return d;
+}
+
+static ladle_status grid_run(ladle__node *n, ladle__sample *s) {
+  ladle__gpu_grid_desc d = grid_desc(n, s);
+  size_t ps = (size_t)d.c * (size_t)d.elem_size;
+  const uint8_t *src = d.in;
+  uint8_t *dst = d.out;
+  for (int64_t y = 0; y < d.h; y++) {
+    float fxy = -d.sx + (float)y * -d.sa, fyy = -d.sy + (float)y * d.ca;
+    for (int64_t x = 0; x < d.w; x++) {
+      float fx = fxy + (float)x * d.ca, fy = fyy + (float)x * d.sa;
+      int keep = (fx - floorf(fx) >= d.ratio) || (fy - floorf(fy) >= d.ratio);
+      size_t off = (size_t)(y * d.w + x) * ps;
+      if (keep) memcpy(dst + off, src + off, ps);
+      else memset(dst + off, 0, ps);
     }
   }
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+static ladle_status grid_run_batch(ladle__node *n, ladle__gpu *g) {
+  int batch = n->config->batch_size;
+  ladle__gpu_grid_desc *d = NULL;
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_grid_param_bytes(batch);
+  LADLE_TRY_OP(ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d));
+  for (int i = 0; i < batch; i++) d[i] = grid_desc(n, &(ladle__sample){.slot = i});
+  LADLE_TRY_OP(ladle__gpu_params(g, bytes, &host, &dev));
+  return ladle__gpu_grid_mask(d, batch, host, dev, bytes, g->stream);
+}
+#define GRID_RUN_BATCH grid_run_batch
+#else
+#define GRID_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_grid_mask = {
     .schema = {.name = "grid_mask",
                .doc = "GridMask: zeroes a rotated, shifted grid of squares (ratio of each tile) of HWC images.",
-               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU,
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
                .num_args = GM_COUNT, .args = grid_args},
     .init = grid_init,
     .setup = grid_setup,
     .run = grid_run,
+    .run_batch = GRID_RUN_BATCH,
 };

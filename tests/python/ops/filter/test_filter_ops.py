@@ -297,3 +297,34 @@ def test_jpeg_bad_input():
         run_ladle(lambda fn, x: fn.jpeg_compression_distortion(x), images(17, dtype=np.float32))
     with pytest.raises(ladle.Error, match=r"jpeg_compression_distortion.*quality"):
         run_ladle(lambda fn, x: fn.jpeg_compression_distortion(x, quality=0), images(17))
+
+
+# --- GPU against CPU (bit-identical: the kernels repeat the CPU's float operations in order) ----------------------
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_gpu_filters_equal_cpu(dtype):
+    batch = images(20, n=5, dtype=dtype)
+
+    def graph(fn, x, dev):
+        x = x.gpu() if dev == "gpu" else x
+        return (fn.gaussian_blur(x, device=dev, sigma=[1.7, 0.6]),
+                fn.gaussian_blur(x, device=dev, window_size=3, dtype=ladle.types.FLOAT),
+                fn.erase(x, device=dev, anchor=[1.5, 2, 8, 9], shape=[4, 5.5, 30, 2], fill_value=[7, 8, 9]),
+                fn.grid_mask(x, device=dev, tile=9, ratio=0.4, angle=0.7, shift_x=2, shift_y=-1))
+
+    results = []
+    for dev in ("cpu", "gpu"):
+        pipe = ladle.Pipeline(batch_size=len(batch), num_threads=2, device_id=0 if dev == "gpu" else None)
+        with pipe:
+            x = ladle.fn.external_source(name="x", dtype=ladle.types.UINT8 if dtype == np.uint8 else ladle.types.FLOAT,
+                                         ndim=3, layout="HWC")
+            pipe.set_outputs(*graph(ladle.fn, x, dev))
+        pipe.feed_input("x", batch)
+        outs = pipe.run()
+        results.append([[np.array((o.as_cpu() if hasattr(o, "as_cpu") else o).at(i)) for i in range(len(batch))]
+                        for o in outs])
+        pipe.close()
+    for cpu, gpu in zip(*results):
+        for a, b in zip(cpu, gpu):
+            np.testing.assert_array_equal(a, b)
