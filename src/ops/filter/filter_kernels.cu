@@ -95,6 +95,127 @@ __global__ void blur_kernel(const ladle__gpu_blur_pass *__restrict__ passes, con
   }
 }
 
+/* --- normalize ------------------------------------------------------------ */
+
+__device__ double load_double(const void *p, int type, int64_t i) {
+  switch (type) {
+    case LADLE_UINT8: return (double)((const uint8_t *)p)[i];
+    case LADLE_INT32: return (double)((const int32_t *)p)[i];
+    case LADLE_INT64: return (double)((const int64_t *)p)[i];
+    default: return (double)((const float *)p)[i];
+  }
+}
+
+/* The element offset of member m of group g. */
+__device__ int64_t member_offset(const ladle__gpu_norm_desc *s, int64_t g, int64_t m) {
+  int64_t off = 0, stride = 1;
+  for (int d = s->ndim - 1; d >= 0; d--) {
+    int64_t idx;
+    if (s->reduced[d]) {
+      idx = m % s->shape[d];
+      m /= s->shape[d];
+    } else {
+      idx = g % s->shape[d];
+      g /= s->shape[d];
+    }
+    off += idx * stride;
+    stride *= s->shape[d];
+  }
+  return off;
+}
+
+/* Chunk sums: pass 0 of x, pass 1 of (x - mean)^2. One thread per (group, chunk). */
+__global__ void norm_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int pass) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  const int64_t items = s->groups * s->chunks;
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t g = t / s->chunks, c = t % s->chunks;
+    const int64_t end = (c + 1) * LADLE__NORM_CHUNK < s->members ? (c + 1) * LADLE__NORM_CHUNK : s->members;
+    const double mean = pass ? s->stat_mean[g] : 0;
+    double acc = 0;
+    for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
+      const double x = load_double(s->in, s->in_type, member_offset(s, g, m)), d = __dsub_rn(x, mean);
+      acc = __dadd_rn(acc, pass ? __dmul_rn(d, d) : x);
+    }
+    s->part[t] = acc;
+  }
+}
+
+/* Group totals: the chunk sums in order; pass 0 divides by the count. */
+__global__ void norm_total_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int pass) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < s->groups; g += (int64_t)gridDim.x * blockDim.x) {
+    double acc = 0;
+    for (int64_t c = 0; c < s->chunks; c++) acc = __dadd_rn(acc, s->part[g * s->chunks + c]);
+    const double count = (double)s->members;
+    if (pass) s->stat_m2[g] = acc;
+    else s->stat_mean[g] = count > 0 ? __ddiv_rn(acc, count) : 0;
+  }
+}
+
+/* batch=True: every sample's moments combined in sample order (Chan et al.), as normalize.c. */
+__global__ void norm_combine_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int n) {
+  const ladle__gpu_norm_desc *s0 = samples;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < s0->groups; g += (int64_t)gridDim.x * blockDim.x) {
+    double mean = 0, m2 = 0, count = 0;
+    for (int i = 0; i < n; i++) {
+      const ladle__gpu_norm_desc *o = samples + i;
+      const double oc = (double)o->members, c = __dadd_rn(count, oc);
+      if (c > 0) {
+        const double delta = __dsub_rn(o->stat_mean[g], mean);
+        m2 = __dadd_rn(m2, __dadd_rn(o->stat_m2[g], __ddiv_rn(__dmul_rn(__dmul_rn(__dmul_rn(delta, delta), count), oc), c)));
+        mean = __dadd_rn(mean, __ddiv_rn(__dmul_rn(delta, oc), c));
+      }
+      count = c;
+    }
+    s0->batch_mean[g] = mean;
+    s0->batch_m2[g] = m2;
+  }
+}
+
+/* mean to subtract and multiplier per group (normalize.c's finalize), into stat_mean / stat_m2. */
+__global__ void norm_finalize_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int n, int batch) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  double count = (double)s->members;
+  if (batch) {
+    count = 0;
+    for (int i = 0; i < n; i++) count = __dadd_rn(count, (double)samples[i].members);
+  }
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < s->groups; g += (int64_t)gridDim.x * blockDim.x) {
+    double mean = batch ? s->batch_mean[g] : s->stat_mean[g], m2 = batch ? s->batch_m2[g] : s->stat_m2[g];
+    double var = __dmul_rn(s->stddev, s->stddev);
+    if (!s->given_std) {
+      const double dm = __dsub_rn(mean, s->mean);
+      const double sq = __dadd_rn(m2, s->given_mean ? __dmul_rn(__dmul_rn(count, dm), dm) : 0.0);
+      const double dof = __dsub_rn(count, s->ddof);
+      var = dof > 0 ? __ddiv_rn(sq, dof) : 0;
+    }
+    if (s->given_mean) mean = s->mean;
+    var = __dadd_rn(var, s->eps);
+    s->stat_mean[g] = mean;
+    s->stat_m2[g] = var > 0 ? (double)__fmul_rn(s->scale, (float)__ddiv_rn(1.0, __dsqrt_rn(var))) : 0;
+  }
+}
+
+__global__ void norm_apply_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  const int64_t count = s->groups * s->members;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
+    int64_t rest = e, g = 0, gs = 1;
+    for (int d = s->ndim - 1; d >= 0; d--) {
+      const int64_t idx = rest % s->shape[d];
+      rest /= s->shape[d];
+      if (!s->reduced[d]) {
+        g += idx * gs;
+        gs *= s->shape[d];
+      }
+    }
+    const float x = (float)load_double(s->in, s->in_type, e);
+    const float v = __fadd_rn(__fmul_rn(__fsub_rn(x, (float)s->stat_mean[g]), (float)s->stat_m2[g]), s->shift);
+    ladle__gpu_store(s->out, (size_t)e, s->out_type, v);
+  }
+}
+
 /* Checks n and the buffers; sets the message on failure. */
 ladle_status check_params(int n, const void *d, void *host, void *dev, size_t bytes, size_t need, const char *func) {
   if (!(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && d && host && dev))
@@ -182,6 +303,44 @@ extern "C" ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int 
         (const ladle__gpu_blur_pass *)dev_params + (size_t)p * n, (const float *)((const char *)dev_params + table_at));
     LADLE_CUDA_CHECK_LAUNCH(blur_kernel);
   }
+done:
+  return st;
+}
+
+extern "C" size_t ladle__gpu_norm_param_bytes(int n) { return align16((size_t)n * sizeof(ladle__gpu_norm_desc)); }
+
+extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int n, int batch, void *host_params,
+                                             void *dev_params, size_t param_bytes, void *stream) {
+  ladle_status st = LADLE_OK;
+  cudaStream_t s = ladle__cuda_stream(stream);
+  int64_t items = 1, groups = 1, count = 1;
+  const ladle__gpu_norm_desc *dd = (const ladle__gpu_norm_desc *)dev_params;
+  LADLE_CUDA_ENTER();
+  LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_norm_param_bytes(n), __func__));
+  for (int i = 0; i < n; i++) {
+    LADLE_CHECK(d[i].ndim >= 0 && d[i].ndim <= 8 && (!batch || (d[i].groups == d[0].groups && d[i].batch_mean)),
+                LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad descriptor", i);
+    if (d[i].groups * d[i].chunks > items) items = d[i].groups * d[i].chunks;
+    if (d[i].groups > groups) groups = d[i].groups;
+    if (d[i].groups * d[i].members > count) count = d[i].groups * d[i].members;
+  }
+  memcpy(host_params, d, (size_t)n * sizeof *d);
+  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
+  (void)cudaGetLastError();
+  for (int pass = 0; pass < 2; pass++) {
+    norm_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd, pass);
+    LADLE_CUDA_CHECK_LAUNCH(norm_chunk_kernel);
+    norm_total_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, pass);
+    LADLE_CUDA_CHECK_LAUNCH(norm_total_kernel);
+  }
+  if (batch) {
+    norm_combine_kernel<<<blocks_for(groups), 256, 0, s>>>(dd, n);
+    LADLE_CUDA_CHECK_LAUNCH(norm_combine_kernel);
+  }
+  norm_finalize_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, n, batch);
+  LADLE_CUDA_CHECK_LAUNCH(norm_finalize_kernel);
+  norm_apply_kernel<<<dim3(blocks_for(count), (unsigned)n), 256, 0, s>>>(dd);
+  LADLE_CUDA_CHECK_LAUNCH(norm_apply_kernel);
 done:
   return st;
 }

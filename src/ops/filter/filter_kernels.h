@@ -67,6 +67,29 @@ size_t ladle__gpu_blur_param_bytes(int num_passes, int num_weights);
 ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int n, int num_passes, const float *weights,
                              int num_weights, void *host_params, void *dev_params, size_t param_bytes, void *stream);
 
+/* normalize: statistics per group (the non-reduced elements), each a sum of
+ * chunk sums of LADLE__NORM_CHUNK members in memory order (normalize.c sums
+ * in the same order), in double; then normalize.c's formulas. part: groups *
+ * chunks doubles, stat_mean/stat_m2: groups each, batch_mean/batch_m2
+ * (batch=True: shared by all samples): groups each, all device scratch. */
+#define LADLE__NORM_CHUNK 1024
+typedef struct ladle__gpu_norm_desc {
+  const void *in;
+  void *out;
+  int in_type, out_type, ndim;
+  int64_t shape[8];
+  int reduced[8];
+  int64_t groups, members, chunks;
+  double *part, *stat_mean, *stat_m2, *batch_mean, *batch_m2;
+  int given_mean, given_std;
+  double mean, stddev, ddof, eps;
+  float scale, shift;
+} ladle__gpu_norm_desc;
+
+size_t ladle__gpu_norm_param_bytes(int n);
+ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int n, int batch, void *host_params,
+                                  void *dev_params, size_t param_bytes, void *stream);
+
 #ifdef __cplusplus
 }
 #endif

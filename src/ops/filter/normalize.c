@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "ops/filter/filter.h"
+#include "ops/filter/filter_kernels.h"
 #include "ops/geometry/normalize_kernel.h"
 
 #define NORM_MAX_GROUPS 64 /* non-reduced elements with batch=True */
@@ -113,20 +114,32 @@ static int64_t group_strides(const norm_node *st, const ladle__tensor *t, int64_
     }                                                                        \
   } while (0)
 
-/* Mean and M2 per group (two passes, in double). */
+/* Mean and M2 per group, in double, each a sum of chunk sums: the members
+ * of a group (its elements in memory order) are summed LADLE__NORM_CHUNK at a
+ * time, and the chunk sums added in order, which is what the GPU kernels do,
+ * so both get the same bits. `scratch`: 2 * groups doubles. */
 static void moments(const ladle__tensor *in, const int64_t *gstride, int64_t groups, double *mean, double *m2,
-                    double *count) {
-  for (int64_t g = 0; g < groups; g++) mean[g] = m2[g] = 0;
+                    double *count, double *scratch) {
+  double *part = scratch, *seen = scratch + groups;
   int64_t total = 1;
   for (int d = 0; d < in->ndim; d++) total *= in->shape[d];
-  *count = groups ? (double)total / (double)groups : 0;
-#define ADD_SUM(i, g) mean[g] += x_of(in, i)
-#define ADD_M2(i, g) m2[g] += (x_of(in, i) - mean[g]) * (x_of(in, i) - mean[g])
-  FOR_ELEMENTS(*in, gstride, ADD_SUM);
-  for (int64_t g = 0; g < groups; g++) mean[g] = *count > 0 ? mean[g] / *count : 0;
-  FOR_ELEMENTS(*in, gstride, ADD_M2);
-#undef ADD_SUM
-#undef ADD_M2
+  *count = groups ? (double)(total / groups) : 0;
+  for (int pass = 0; pass < 2; pass++) {
+    double *acc = pass ? m2 : mean;
+    for (int64_t g = 0; g < groups; g++) acc[g] = part[g] = seen[g] = 0;
+#define ADD(i, g)                                                         \
+  do {                                                                    \
+    double x_ = x_of(in, i), d_ = x_ - mean[g];                           \
+    part[g] += pass ? d_ * d_ : x_;                                       \
+    if (++seen[g] == LADLE__NORM_CHUNK) acc[g] += part[g], part[g] = 0, seen[g] = 0; \
+  } while (0)
+    FOR_ELEMENTS(*in, gstride, ADD);
+#undef ADD
+    for (int64_t g = 0; g < groups; g++) {
+      if (seen[g]) acc[g] += part[g];
+      if (!pass) mean[g] = *count > 0 ? mean[g] / *count : 0;
+    }
+  }
 }
 
 static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
@@ -139,8 +152,41 @@ static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "batch=True with %lld non-reduced elements (at most %d)",
                          (long long)groups, NORM_MAX_GROUPS);
   ns->groups = (int)groups;
-  moments(&in, gstride, groups, ns->mean, ns->m2, &ns->count);
+  if (n->device != LADLE_ON_CPU) return LADLE_OK; /* the GPU computes its own */
+  double scratch[2 * NORM_MAX_GROUPS];
+  moments(&in, gstride, groups, ns->mean, ns->m2, &ns->count, scratch);
   return LADLE_OK;
+}
+
+/* The given statistics and the formula's constants. */
+typedef struct norm_consts {
+  int given_mean, given_std;
+  double mean, stddev, ddof, eps;
+  float scale, shift;
+} norm_consts;
+
+static norm_consts consts_of(const ladle__node *n, const ladle__sample *s) {
+  norm_consts c = {ladle__arg_given(n, NM_MEAN), ladle__arg_given(n, NM_STDDEV), 0, 0,
+                   (double)ladle__arg_int(n, NULL, NM_DDOF), ladle__arg_float(n, NULL, NM_EPSILON),
+                   (float)ladle__arg_float(n, NULL, NM_SCALE), (float)ladle__arg_float(n, NULL, NM_SHIFT)};
+  if (c.given_mean) c.mean = ladle__arg_float(n, s, NM_MEAN);
+  if (c.given_std) c.stddev = ladle__arg_float(n, s, NM_STDDEV);
+  return c;
+}
+
+/* mean[g] becomes the mean to subtract, m2[g] the multiplier (the GPU's
+ * finalize kernel repeats these operations). */
+static void finalize(const norm_consts *c, int64_t groups, double count, double *mean, double *m2) {
+  for (int64_t g = 0; g < groups; g++) {
+    double var = c->stddev * c->stddev;
+    if (!c->given_std) {
+      double dm = mean[g] - c->mean, sq = m2[g] + (c->given_mean ? count * dm * dm : 0);
+      var = count - c->ddof > 0 ? sq / (count - c->ddof) : 0;
+    }
+    if (c->given_mean) mean[g] = c->mean;
+    var += c->eps;
+    m2[g] = var > 0 ? (double)(c->scale * (float)(1.0 / sqrt(var))) : 0;
+  }
 }
 
 static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
@@ -151,10 +197,10 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
   if (total == 0) return LADLE_OK;
   double *mean = NULL, *m2, count = 0;
   float *val = NULL;
-  LADLE_TRY_OP(ladle__scratch(n, s, sizeof(double) * 2 * (size_t)groups + sizeof(float) * (size_t)total + 16,
+  LADLE_TRY_OP(ladle__scratch(n, s, sizeof(double) * 4 * (size_t)groups + sizeof(float) * (size_t)total + 16,
                               (void **)&mean));
   m2 = mean + groups;
-  val = (float *)(m2 + groups);
+  val = (float *)(m2 + 3 * groups);
   if (ladle__arg_int(n, NULL, NM_BATCH)) { /* combine every sample's moments (Chan et al.) */
     for (int64_t g = 0; g < groups; g++) mean[g] = m2[g] = 0;
     for (int i = 0; i < n->config->batch_size; i++) {
@@ -172,22 +218,11 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
       count = c;
     }
   } else {
-    moments(&in, gstride, groups, mean, m2, &count);
+    moments(&in, gstride, groups, mean, m2, &count, m2 + groups);
   }
-  int given_mean = ladle__arg_given(n, NM_MEAN), given_std = ladle__arg_given(n, NM_STDDEV);
-  double ddof = (double)ladle__arg_int(n, NULL, NM_DDOF), eps = ladle__arg_float(n, NULL, NM_EPSILON);
-  float scale = (float)ladle__arg_float(n, NULL, NM_SCALE), shift = (float)ladle__arg_float(n, NULL, NM_SHIFT);
-  double m_given = given_mean ? ladle__arg_float(n, s, NM_MEAN) : 0, sd = given_std ? ladle__arg_float(n, s, NM_STDDEV) : 0;
-  for (int64_t g = 0; g < groups; g++) {
-    double var = sd * sd;
-    if (!given_std) {
-      double sq = m2[g] + (given_mean ? count * (mean[g] - m_given) * (mean[g] - m_given) : 0);
-      var = count - ddof > 0 ? sq / (count - ddof) : 0;
-    }
-    if (given_mean) mean[g] = m_given;
-    var += eps;
-    m2[g] = var > 0 ? (double)(scale * (float)(1.0 / sqrt(var))) : 0; /* now the multiplier */
-  }
+  norm_consts c = consts_of(n, s);
+  finalize(&c, groups, count, mean, m2);
+  float shift = c.shift;
 #define APPLY(i, g) val[i] = ((float)x_of(&in, i) - (float)mean[g]) * (float)m2[g] + shift
   FOR_ELEMENTS(in, gstride, APPLY);
 #undef APPLY
@@ -195,15 +230,77 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
+#ifdef LADLE_HAVE_CUDA
+static ladle_status norm_run_batch(ladle__node *n, ladle__gpu *g) {
+  const norm_node *st = n->state;
+  int batch = n->config->batch_size, by_batch = (int)ladle__arg_int(n, NULL, NM_BATCH);
+  ladle__gpu_norm_desc *d = NULL;
+  LADLE_TRY_OP(ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d));
+  size_t doubles = 0;
+  int64_t groups0 = -1;
+  for (int i = 0; i < batch; i++) {
+    ladle__sample s = {.slot = i};
+    ladle__tensor in = ladle__input(n, &s, 0), out = ladle__output(n, &s, 0);
+    int64_t gstride[LADLE_MAX_NDIM], groups = group_strides(st, &in, gstride), total = 1;
+    for (int k = 0; k < in.ndim; k++) total *= in.shape[k];
+    if (by_batch && groups0 >= 0 && groups != groups0)
+      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                           "batch=True: sample 0 has %lld non-reduced elements, sample %d has %lld",
+                           (long long)groups0, i, (long long)groups);
+    groups0 = groups;
+    norm_consts c = consts_of(n, &s);
+    memset(&d[i], 0, sizeof d[i]);
+    d[i].in = in.data;
+    d[i].out = out.data;
+    d[i].in_type = (int)in.dtype;
+    d[i].out_type = (int)out.dtype;
+    d[i].ndim = in.ndim;
+    for (int k = 0; k < in.ndim; k++) d[i].shape[k] = in.shape[k], d[i].reduced[k] = st->reduced[k];
+    d[i].groups = groups;
+    d[i].members = groups ? total / groups : 0;
+    d[i].chunks = (d[i].members + LADLE__NORM_CHUNK - 1) / LADLE__NORM_CHUNK;
+    d[i].given_mean = c.given_mean;
+    d[i].given_std = c.given_std;
+    d[i].mean = c.mean;
+    d[i].stddev = c.stddev;
+    d[i].ddof = c.ddof;
+    d[i].eps = c.eps;
+    d[i].scale = c.scale;
+    d[i].shift = c.shift;
+    doubles += (size_t)(groups * d[i].chunks + 2 * groups);
+  }
+  if (by_batch) doubles += 2 * (size_t)(groups0 > 0 ? groups0 : 0);
+  double *buf = NULL;
+  LADLE_TRY_OP(ladle__gpu_device_scratch(g, sizeof(double) * (doubles ? doubles : 1), (void **)&buf));
+  double *at = buf;
+  for (int i = 0; i < batch; i++) {
+    d[i].part = at;
+    at += d[i].groups * d[i].chunks;
+    d[i].stat_mean = at;
+    d[i].stat_m2 = at + d[i].groups;
+    at += 2 * d[i].groups;
+  }
+  for (int i = 0; by_batch && i < batch; i++) d[i].batch_mean = at, d[i].batch_m2 = at + groups0;
+  void *host = NULL, *dev = NULL;
+  size_t bytes = ladle__gpu_norm_param_bytes(batch);
+  LADLE_TRY_OP(ladle__gpu_params(g, bytes, &host, &dev));
+  return ladle__gpu_normalize(d, batch, by_batch, host, dev, bytes, g->stream);
+}
+#define NORM_RUN_BATCH norm_run_batch
+#else
+#define NORM_RUN_BATCH NULL
+#endif
+
 const ladle__op_def ladle__op_normalize = {
     .schema = {.name = "normalize",
                .doc = "Normalizes: (in - mean) * scale / sqrt(stddev^2 + epsilon) + shift, statistics given or "
                       "computed over the reduced axes, per sample or over the batch.",
-               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU,
+               .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
                .num_args = NM_COUNT, .args = norm_args},
     .sample_state_size = sizeof(norm_sample),
     .init = norm_init,
     .fini = norm_fini,
     .setup = norm_setup,
     .run = norm_run,
+    .run_batch = NORM_RUN_BATCH,
 };

@@ -311,7 +311,10 @@ def test_gpu_filters_equal_cpu(dtype):
         return (fn.gaussian_blur(x, device=dev, sigma=[1.7, 0.6]),
                 fn.gaussian_blur(x, device=dev, window_size=3, dtype=ladle.types.FLOAT),
                 fn.erase(x, device=dev, anchor=[1.5, 2, 8, 9], shape=[4, 5.5, 30, 2], fill_value=[7, 8, 9]),
-                fn.grid_mask(x, device=dev, tile=9, ratio=0.4, angle=0.7, shift_x=2, shift_y=-1))
+                fn.grid_mask(x, device=dev, tile=9, ratio=0.4, angle=0.7, shift_x=2, shift_y=-1),
+                fn.normalize(x, device=dev), fn.normalize(x, device=dev, axis_names="HW", ddof=1, epsilon=0.1),
+                fn.normalize(x, device=dev, batch=True, axes=[0, 1], scale=2, shift=3),
+                fn.normalize(x, device=dev, mean=3.0, dtype=ladle.types.UINT8, scale=20, shift=128))
 
     results = []
     for dev in ("cpu", "gpu"):
