@@ -116,7 +116,7 @@ static int list_values(const ladle__node *n, const ladle__sample *s, int arg, do
   ladle__tensor t = {ladle_batch_data(b, s->slot), NULL, 0, b->dtype};
   int64_t count = ladle__batch_sample_elems(b, s->slot);
   if (count > ERASE_MAX_VALUES) count = ERASE_MAX_VALUES;
-  for (int64_t k = 0; k < count; k++) v[k] = x_of(&t, k);
+  for (int64_t k = 0; k < count; k++) v[k] = ladle__elem(&t, k);
   return (int)count;
 }
 

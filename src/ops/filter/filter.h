@@ -28,7 +28,7 @@ int ladle__gauss_weights(float *w, int window, float sigma);
 int ladle__layout_axis(const char *layout, char name);
 
 /* Element i of a tensor as a double. */
-static inline double x_of(const ladle__tensor *t, int64_t i) {
+static inline double ladle__elem(const ladle__tensor *t, int64_t i) {
   switch (t->dtype) {
     case LADLE_UINT8: return ((const uint8_t *)t->data)[i];
     case LADLE_INT32: return ((const int32_t *)t->data)[i];

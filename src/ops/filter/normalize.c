@@ -129,7 +129,7 @@ static void moments(const ladle__tensor *in, const int64_t *gstride, int64_t gro
     for (int64_t g = 0; g < groups; g++) acc[g] = part[g] = seen[g] = 0;
 #define ADD(i, g)                                                         \
   do {                                                                    \
-    double x_ = x_of(in, i), d_ = x_ - mean[g];                           \
+    double x_ = ladle__elem(in, i), d_ = x_ - mean[g];                           \
     part[g] += pass ? d_ * d_ : x_;                                       \
     if (++seen[g] == LADLE__NORM_CHUNK) acc[g] += part[g], part[g] = 0, seen[g] = 0; \
   } while (0)
@@ -223,7 +223,7 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
   norm_consts c = consts_of(n, s);
   finalize(&c, groups, count, mean, m2);
   float shift = c.shift;
-#define APPLY(i, g) val[i] = ((float)x_of(&in, i) - (float)mean[g]) * (float)m2[g] + shift
+#define APPLY(i, g) val[i] = ((float)ladle__elem(&in, i) - (float)mean[g]) * (float)m2[g] + shift
   FOR_ELEMENTS(in, gstride, APPLY);
 #undef APPLY
   ladle__convert(out.data, out.dtype, val, LADLE_FLOAT32, (size_t)total);
