@@ -7,6 +7,7 @@
 #ifndef LADLE_CORE_RNG_H
 #define LADLE_CORE_RNG_H
 
+#include <math.h>
 #include <stdint.h>
 
 #if defined(__CUDACC__)
@@ -87,6 +88,80 @@ static inline LADLE_HD uint64_t ladle__rng_below(ladle__rng *r, uint64_t n) {
   for (;;) {
     uint64_t x = ((uint64_t)ladle__rng_u32(r) << 32) | ladle__rng_u32(r);
     if (x < limit) return x % n;
+  }
+}
+
+/* Substream i of a sample's fresh stream (as ladle__rng_init left it):
+ * element i of an operator's output draws only from it, so that one GPU
+ * thread per element draws what the CPU loop draws. Substream 0 is the stream
+ * itself, so a scalar output keeps the sample stream's first numbers. */
+static inline LADLE_HD void ladle__rng_substream(ladle__rng *r, const ladle__rng *base, uint64_t i) {
+  *r = *base;
+  if (i) {
+    uint64_t k = (((uint64_t)base->key[1] << 32) | base->key[0]) ^ ladle__splitmix64(i);
+    r->key[0] = (uint32_t)k;
+    r->key[1] = (uint32_t)(k >> 32);
+  }
+  r->ctr[0] = 0;
+  r->used = 4;
+}
+
+/* Standard normal (Box-Muller, the cosine branch; one value per two
+ * uniforms). In double: libm and CUDA's log/cos may differ by an ulp, so a
+ * GPU value can differ from the CPU's in the last bits of a double. */
+static inline LADLE_HD double ladle__rng_normal(ladle__rng *r) {
+  double u1 = 1.0 - ladle__rng_uniform(r); /* (0, 1]: log is finite */
+  double u2 = ladle__rng_uniform(r);
+  return sqrt(-2.0 * log(u1)) * cos(6.283185307179586 * u2);
+}
+
+/* Gamma(shape, 1) by Marsaglia and Tsang's method (shape > 0; below 1 through
+ * Gamma(shape + 1) * U^(1/shape)). */
+static inline LADLE_HD double ladle__rng_gamma(ladle__rng *r, double shape) {
+  double boost = 1.0;
+  if (shape < 1.0) {
+    boost = pow(1.0 - ladle__rng_uniform(r), 1.0 / shape);
+    shape += 1.0;
+  }
+  double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+  for (;;) {
+    double x = ladle__rng_normal(r), v = 1.0 + c * x;
+    if (v <= 0) continue;
+    v = v * v * v;
+    double u = 1.0 - ladle__rng_uniform(r);
+    if (u < 1.0 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1.0 - v + log(v))) return d * v * boost;
+  }
+}
+
+/* Beta(a, b) = X / (X + Y), X ~ Gamma(a), Y ~ Gamma(b). */
+static inline LADLE_HD double ladle__rng_beta(ladle__rng *r, double a, double b) {
+  double x = ladle__rng_gamma(r, a), y = ladle__rng_gamma(r, b);
+  return x + y > 0 ? x / (x + y) : (a >= b ? 1.0 : 0.0);
+}
+
+/* Poisson(lambda), lambda >= 0: multiplying uniforms below 10, Hormann's
+ * transformed rejection (PTRS) from 10 on. */
+static inline LADLE_HD double ladle__rng_poisson(ladle__rng *r, double lambda) {
+  if (!(lambda > 0)) return 0;
+  if (lambda < 10) {
+    double limit = exp(-lambda), prod = 1.0;
+    int k = -1;
+    do {
+      k++;
+      prod *= ladle__rng_uniform(r);
+    } while (prod > limit);
+    return k;
+  }
+  double slam = sqrt(lambda), loglam = log(lambda);
+  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
+  for (;;) {
+    double u = ladle__rng_uniform(r) - 0.5, v = ladle__rng_uniform(r);
+    double us = 0.5 - fabs(u);
+    double k = floor((2 * a / us + b) * u + lambda + 0.43);
+    if (us >= 0.07 && v <= vr) return k;
+    if (k < 0 || (us < 0.013 && v > us)) continue;
+    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lambda + k * loglam - lgamma(k + 1)) return k;
   }
 }
 

@@ -20,11 +20,12 @@ Compose also takes ``batch_size`` and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
 RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
-ColorJitter, Grayscale, RandomGrayscale, Normalize, ToDtype, PILToTensor,
-ToPureTensor; InterpolationMode. Functions (v2.functional): resize,
-center_crop, crop, resized_crop, horizontal_flip, vertical_flip, rotate,
-affine, adjust_brightness, adjust_contrast, adjust_saturation, adjust_hue,
-rgb_to_grayscale, to_dtype, normalize.
+ColorJitter, Grayscale, RandomGrayscale, GaussianBlur, RandomErasing,
+Normalize, ToDtype, PILToTensor, ToPureTensor; InterpolationMode.
+Functions (v2.functional): resize, center_crop, crop, resized_crop,
+horizontal_flip, vertical_flip, rotate, affine, adjust_brightness,
+adjust_contrast, adjust_saturation, adjust_hue, rgb_to_grayscale,
+gaussian_blur, erase, to_dtype, normalize.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -102,6 +103,18 @@ tests/python/test_torchvision_api.py):
 - RandomGrayscale greys with ladle's saturation 0: the channels of a grey
   image are within 1 level of each other (DALI's desaturation maps grey to
   (0.9997, 0.9996, 1.0028) x luma) and within 2 of torchvision's.
+- GaussianBlur / gaussian_blur (ladle's gaussian_blur, reflect-101 borders
+  like torchvision's reflect padding): on uint8 images at most 1 level from
+  torchvision (measured 0 on random images, tests/python/ops/filter/
+  test_filter_torchvision.py). GaussianBlur draws one sigma per image from
+  ladle's random.uniform (torchvision draws one per call, shared by a batch).
+- RandomErasing: torchvision's box rule (area in scale, log-uniform ratio, 10
+  attempts, nothing when none fits), drawn on the host by NumPy from the
+  Compose's seed (not torch's numbers), erased by ladle's erase (functional
+  erase: bit-exact). ``value`` is in the image's units where the transform
+  stands among the geometric ones, i.e. uint8 levels before the final
+  ToDtype/Normalize (torchvision usually erases the normalized tensor, where
+  0 is the mean colour); value="random" is not supported.
 """
 
 from ._io import InterpolationMode
@@ -109,11 +122,13 @@ from ._transforms import (
     CenterCrop,
     ColorJitter,
     Compose,
+    GaussianBlur,
     Grayscale,
     Normalize,
     PILToTensor,
-    RandomGrayscale,
     RandomAffine,
+    RandomErasing,
+    RandomGrayscale,
     RandomHorizontalFlip,
     RandomResizedCrop,
     RandomRotation,
@@ -129,12 +144,14 @@ __all__ = [
     "CenterCrop",
     "ColorJitter",
     "Compose",
+    "GaussianBlur",
     "Grayscale",
     "InterpolationMode",
     "Normalize",
     "PILToTensor",
-    "RandomGrayscale",
     "RandomAffine",
+    "RandomErasing",
+    "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
     "RandomRotation",

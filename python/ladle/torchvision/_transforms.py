@@ -407,6 +407,88 @@ class RandomAffine(_RandomWarp):
                 "size": (h, w)}
 
 
+class GaussianBlur(Transform):
+    """torchvision's GaussianBlur: ``kernel_size`` an odd int or (kx, ky)
+    (width first, as torchvision); ``sigma`` a number or a (min, max) range
+    from which each image draws one sigma (both axes), uniformly, with ladle's
+    random.uniform. Borders reflect (reflect-101), as torchvision's
+    padding_mode="reflect". Runs ladle's gaussian_blur."""
+
+    def __init__(self, kernel_size, sigma=(0.1, 2.0), device=None):
+        super().__init__(device)
+        ks = [kernel_size, kernel_size] if isinstance(kernel_size, numbers.Number) else list(kernel_size)
+        if len(ks) == 1:
+            ks = ks * 2
+        if len(ks) != 2 or any(int(k) != k or k <= 0 or k % 2 == 0 for k in ks):
+            raise _ladle.InvalidArgumentError(f"GaussianBlur: kernel_size must be odd and positive, got {kernel_size!r}")
+        sig = [sigma, sigma] if isinstance(sigma, numbers.Number) else list(sigma)
+        if len(sig) != 2 or not 0 < sig[0] <= sig[1]:
+            raise _ladle.InvalidArgumentError(f"GaussianBlur: sigma must be > 0 or a range (min, max), got {sigma!r}")
+        self.kernel_size = tuple(int(k) for k in ks)
+        self.sigma = (float(sig[0]), float(sig[1]))
+
+    def build(self, node, ctx):
+        lo, hi = self.sigma
+        sigma = [lo] if lo == hi else fn.random.uniform(range=[lo, hi])
+        kx, ky = self.kernel_size
+        return fn.gaussian_blur(node, device=ctx.device, sigma=sigma, window_size=[ky, kx])
+
+
+class RandomErasing(Transform):
+    """torchvision's RandomErasing: with probability ``p`` erases one box of
+    ``scale`` x the area and aspect ratio in ``ratio`` (log-uniform), 10
+    attempts, nothing when none fits; ``value`` a number or one per channel
+    ("random" is not supported). The box is drawn on the host by NumPy from
+    the Compose's seed (torchvision's rule, not its numbers) and erased by
+    ladle's erase. ``value`` is in the image's units at this step: uint8 when
+    before ToDtype/Normalize, which ladle applies last (see the notes)."""
+
+    def __init__(self, p=0.5, scale=(0.02, 0.33), ratio=(0.3, 3.3), value=0, inplace=False, device=None):
+        super().__init__(device)
+        if not 0.0 <= float(p) <= 1.0:
+            raise _ladle.InvalidArgumentError(f"RandomErasing: p must be in [0, 1], got {p}")
+        if not (scale[0] <= scale[1] and ratio[0] <= ratio[1]):
+            raise _ladle.InvalidArgumentError("RandomErasing: scale and ratio must be (min, max) ranges")
+        if isinstance(value, str):
+            raise _ladle.UnsupportedError("RandomErasing: value='random' is not supported")
+        self.p = float(p)
+        self.scale = tuple(float(v) for v in scale)
+        self.ratio = tuple(float(v) for v in ratio)
+        self.value = value
+        self.inplace = inplace
+        self._rng = None
+        self._last = (0, 0, 0, 0)
+
+    def box(self, h, w):
+        """(top, left, height, width) as torchvision's get_params draws it; height 0: no erase."""
+        rng = self._rng
+        if rng.random() >= self.p:
+            return 0, 0, 0, 0
+        log_ratio = np.log(self.ratio)
+        for _ in range(10):
+            erase_area = h * w * rng.uniform(self.scale[0], self.scale[1])
+            aspect = np.exp(rng.uniform(log_ratio[0], log_ratio[1]))
+            eh = int(round(np.sqrt(erase_area * aspect)))
+            ew = int(round(np.sqrt(erase_area / aspect)))
+            if eh < h and ew < w:
+                return int(rng.integers(0, h - eh + 1)), int(rng.integers(0, w - ew + 1)), eh, ew
+        return 0, 0, 0, 0
+
+    def _anchor(self, h, w):  # called before _shape for each image: draws the box
+        self._last = self.box(h, w)
+        return [float(self._last[0]), float(self._last[1])]
+
+    def _shape(self, h, w):
+        return [float(self._last[2]), float(self._last[3])]
+
+    def build(self, node, ctx):
+        self._rng = np.random.default_rng([ctx._compose.seed, ctx.step])
+        anchor = ctx.per_sample(self._anchor, ndim=1)
+        shape = ctx.per_sample(self._shape, ndim=1)
+        fill = [float(v) for v in self.value] if isinstance(self.value, (list, tuple)) else [float(self.value)]
+        return fn.erase(node, device=ctx.device, anchor=anchor, shape=shape, axis_names="HW", fill_value=fill)
+
+
 class ToDtype(Transform):
     """torchvision's ToDtype for images: ``dtype`` torch.float32 or
     torch.float16 (or uint8: no change); ``scale=True`` maps 0..255 to
@@ -771,7 +853,7 @@ class Compose:
                     if s == step:
                         values[name].append(value_of(h, w, p, a, first_index + i))
                 h, w = t.out_shape(h, w) if p is None else t.out_shape(h, w, p)
-        # One [N] array: N samples of rank 0.
+        # One [N] (or [N, k]) array: N samples of rank 0 (or 1).
         return {name: np.array(vs, dtype=np.float32) for name, vs in values.items()}
 
     def close(self):

@@ -23,7 +23,8 @@ from .._transforms import (center_offset, centre_offset, crop_position, expanded
                            size_pair, warp_fill, warp_interp, warp_matrix)
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "affine", "center_crop", "crop",
-           "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale", "rotate", "to_dtype",
+           "erase", "gaussian_blur", "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale",
+           "rotate", "to_dtype",
            "vertical_flip"]
 
 
@@ -258,3 +259,45 @@ def rgb_to_grayscale(inpt, num_output_channels=1, device="cpu"):
                                                                                output_type="RGB")
 
     return _color(inpt, "rgb_to_grayscale", device, op)
+
+
+def gaussian_blur(inpt, kernel_size, sigma=None, device="cpu"):
+    """torchvision's gaussian_blur: ``kernel_size`` an odd int or (kx, ky),
+    ``sigma`` a number or (sx, sy) (default, per axis: 0.3 * ((k - 1) * 0.5 -
+    1) + 0.8, torchvision's rule and DALI's); reflect borders. ladle's
+    gaussian_blur, on uint8 images: at most 1 level from torchvision."""
+    ks = [kernel_size, kernel_size] if isinstance(kernel_size, (int, float)) else list(kernel_size)
+    ks = ks * 2 if len(ks) == 1 else ks
+    if len(ks) != 2 or any(int(k) != k or k <= 0 or k % 2 == 0 for k in ks):
+        raise _ladle.InvalidArgumentError(f"gaussian_blur: kernel_size must be odd and positive, got {kernel_size!r}")
+    if sigma is None:
+        sig = [0.3 * ((k - 1) * 0.5 - 1) + 0.8 for k in ks]
+    else:
+        sig = [sigma, sigma] if isinstance(sigma, (int, float)) else list(sigma)
+        sig = sig * 2 if len(sig) == 1 else sig
+    if len(sig) != 2 or any(s <= 0 for s in sig):
+        raise _ladle.InvalidArgumentError(f"gaussian_blur: sigma must be positive, got {sigma!r}")
+
+    def body(b, shapes, dev):  # (kx, ky) -> ladle's (H, W) order
+        return _ldd.gaussian_blur(b, device=dev, window_size=[int(ks[1]), int(ks[0])],
+                                  sigma=[float(sig[1]), float(sig[0])]), False
+
+    return _run(inpt, "gaussian_blur", device, body)
+
+
+def erase(inpt, i, j, h, w, v, inplace=False, device="cpu"):
+    """torchvision's erase: the box (i, j, h, w) set to ``v`` (a number, or
+    one per channel; a tensor is read as its values). ladle's erase."""
+    try:
+        values = [float(x) for x in (v.flatten().tolist() if hasattr(v, "flatten") else
+                                     (v if isinstance(v, (list, tuple)) else [v]))]
+    except (TypeError, ValueError):
+        raise _ladle.InvalidArgumentError(f"erase: v must be a number or one per channel, got {v!r}") from None
+    if len(set(values)) == 1:
+        values = values[:1]
+
+    def body(b, shapes, dev):
+        return _ldd.erase(b, device=dev, anchor=[float(i), float(j)], shape=[float(h), float(w)], axis_names="HW",
+                          fill_value=values), False
+
+    return _run(inpt, "erase", device, body)

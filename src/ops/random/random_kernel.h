@@ -1,0 +1,126 @@
+/* The per-element formulas of the random and noise operators, shared by the
+ * CPU loop (random.c, noise.c) and the CUDA kernel (random_kernel.cu): element
+ * i of a sample draws only from substream i / group of the sample's stream
+ * (core/rng.h), so both backends draw the same numbers for any thread count.
+ *
+ * Agreement GPU vs CPU: coin_flip, uniform (range and values), choice and
+ * salt_and_pepper use only integer and +,*,< arithmetic on the same doubles:
+ * bit-identical. normal, beta, noise.gaussian and noise.shot go through
+ * log/cos/sqrt/pow/lgamma, which CUDA and libm may round differently by an
+ * ulp of a double: values agree to ~1e-12 relative before the cast to the
+ * output type (so float outputs almost always match exactly), and a
+ * rejection test (beta, shot noise with lambda >= 10) may in rare cases fall
+ * the other way, giving a different sample. */
+#ifndef LADLE_OPS_RANDOM_KERNEL_H
+#define LADLE_OPS_RANDOM_KERNEL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "ladle/ladle.h"
+
+typedef enum ladle__rand_kind {
+  LADLE_RAND_COIN,        /* p[0] probability */
+  LADLE_RAND_UNIFORM,     /* p[0], p[1]: [low, high) */
+  LADLE_RAND_VALUES,      /* table: the values */
+  LADLE_RAND_NORMAL,      /* p[0] mean, p[1] stddev */
+  LADLE_RAND_BETA,        /* p[0] alpha, p[1] beta */
+  LADLE_RAND_CHOICE,      /* table: cumulative p (or none); in: `a` (scalar n or a list of in_count values) */
+  LADLE_NOISE_GAUSSIAN,   /* p[0] mean, p[1] stddev */
+  LADLE_NOISE_SALT_PEPPER,/* p[0] prob, p[1] salt_vs_pepper, p[2] salt, p[3] pepper */
+  LADLE_NOISE_SHOT        /* p[0] factor */
+} ladle__rand_kind;
+
+/* One sample's draw: filled on the host in setup, read by both backends. */
+typedef struct ladle__rand_sample {
+  void *out;
+  const void *in;   /* noise: the input; choice: `a` */
+  int64_t count;    /* output elements */
+  int64_t in_count; /* choice: elements of `a` (0: a scalar n) */
+  int64_t group;    /* elements sharing one substream (salt_and_pepper per pixel), >= 1 */
+  ladle__rng rng;   /* the sample's fresh stream */
+  double p[4];
+} ladle__rand_sample;
+
+/* Element i of a tensor of `dtype`, as a double. */
+static inline LADLE_HD double ladle__rand_load(const void *data, int dtype, int64_t i) {
+  switch (dtype) {
+    case LADLE_UINT8: return ((const uint8_t *)data)[i];
+    case LADLE_INT32: return ((const int32_t *)data)[i];
+    case LADLE_INT64: return (double)((const int64_t *)data)[i];
+    default: return ((const float *)data)[i];
+  }
+}
+
+static inline LADLE_HD double ladle__rand_round_clamp(double x, double lo, double hi) {
+  if (x != x) return 0;
+  x = nearbyint(x);
+  return x < lo ? lo : x > hi ? hi : x;
+}
+
+/* Stores x as element i: integers round to nearest even and saturate (NaN:
+ * 0), as DALI converts random values and noisy pixels. */
+static inline LADLE_HD void ladle__rand_store(void *data, int dtype, int64_t i, double x) {
+  switch (dtype) {
+    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)ladle__rand_round_clamp(x, 0, 255); break;
+    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)ladle__rand_round_clamp(x, -2147483648.0, 2147483647.0); break;
+    case LADLE_INT64: /* the largest double below 2^63 */
+      ((int64_t *)data)[i] = (int64_t)ladle__rand_round_clamp(x, -9223372036854775808.0, 9223372036854774784.0);
+      break;
+    default: ((float *)data)[i] = (float)x; break;
+  }
+}
+
+/* The value of element i of sample s. `table` has table_len doubles. */
+static inline LADLE_HD double ladle__rand_value(int kind, const ladle__rand_sample *s, const double *table,
+                                                int table_len, int in_dtype, int64_t i) {
+  ladle__rng r;
+  ladle__rng_substream(&r, &s->rng, (uint64_t)(i / s->group));
+  switch (kind) {
+    case LADLE_RAND_COIN: return ladle__rng_uniform(&r) < s->p[0] ? 1.0 : 0.0;
+    case LADLE_RAND_UNIFORM: return ladle__rng_range(&r, s->p[0], s->p[1]);
+    case LADLE_RAND_VALUES: return table[ladle__rng_below(&r, (uint64_t)table_len)];
+    case LADLE_RAND_NORMAL: return s->p[0] + s->p[1] * ladle__rng_normal(&r);
+    case LADLE_RAND_BETA: return ladle__rng_beta(&r, s->p[0], s->p[1]);
+    case LADLE_RAND_CHOICE: {
+      int64_t n = s->in_count ? s->in_count : (int64_t)ladle__rand_load(s->in, in_dtype, 0), k = 0;
+      if (table_len) {
+        double u = ladle__rng_uniform(&r);
+        while (k < table_len - 1 && !(u < table[k])) k++;
+      } else {
+        k = (int64_t)ladle__rng_below(&r, n > 0 ? (uint64_t)n : 1);
+      }
+      return s->in_count ? ladle__rand_load(s->in, in_dtype, k) : (double)k;
+    }
+    case LADLE_NOISE_GAUSSIAN:
+      return ladle__rand_load(s->in, in_dtype, i) + s->p[0] + s->p[1] * ladle__rng_normal(&r);
+    case LADLE_NOISE_SALT_PEPPER:
+      if (ladle__rng_uniform(&r) < s->p[0]) return ladle__rng_uniform(&r) < s->p[1] ? s->p[2] : s->p[3];
+      return ladle__rand_load(s->in, in_dtype, i);
+    default: { /* LADLE_NOISE_SHOT */
+      double x = ladle__rand_load(s->in, in_dtype, i);
+      if (!(s->p[0] > 0)) return x;
+      return ladle__rng_poisson(&r, (x > 0 ? x : 0) / s->p[0]) * s->p[0];
+    }
+  }
+}
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Every element of n samples on the GPU (pointers in d are device pointers;
+ * s->in of a choice too). Parameters: the samples then the table, packed into
+ * host_params (pinned, 16-byte aligned) and copied to dev_params on `stream`;
+ * both hold ladle__gpu_rand_param_bytes(n, table_len) bytes. */
+size_t ladle__gpu_rand_param_bytes(int n, int table_len);
+ladle_status ladle__gpu_rand(const ladle__rand_sample *d, int n, int kind, const double *table, int table_len,
+                             ladle_dtype out_dtype, ladle_dtype in_dtype, void *host_params, void *dev_params,
+                             size_t param_bytes, void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
