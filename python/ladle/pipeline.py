@@ -15,6 +15,7 @@ import warnings
 import numpy as np
 
 from . import _ladle, types
+from .math import Arithmetic
 from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
@@ -216,11 +217,13 @@ def _dlpack_stream(tensor, cuda_stream):
     return cuda_stream
 
 
-class DataNode:
+class DataNode(Arithmetic):
     """An output of an operator in a pipeline graph.
 
     ``name`` is the operator instance's name (with ``[k]`` for output k of an
-    operator with several outputs); ``device`` is "cpu" or "gpu".
+    operator with several outputs); ``device`` is "cpu" or "gpu". Python's
+    arithmetic and comparison operators build element-wise expressions
+    (ladle.math), as in DALI.
     """
 
     def __init__(self, pipeline, node_id, name, device):

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
+from ..math import Arithmetic
 from ..tensors import TensorList, batch_from_samples
 
 # Element types ladle has; other NumPy types are converted on the way in
@@ -47,7 +48,7 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
-class Tensor:
+class Tensor(Arithmetic):
     """One sample: ``shape``, ``dtype``, ``layout``, ``device``; ``torch()``,
     ``np.asarray(t)`` (CPU) and ``__dlpack__`` give it without a copy.
 
@@ -131,7 +132,7 @@ class Tensor:
                 f"on {self.device}>")
 
 
-class Batch:
+class Batch(Arithmetic):
     """A batch of samples of one dtype and rank (shapes may differ).
 
     ``len(b)``; ``b.tensors[i]`` is sample i (a Tensor); ``b.dtype``,

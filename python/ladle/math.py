@@ -1,0 +1,148 @@
+"""ladle.math: DALI's ``nvidia.dali.math`` functions, and the arithmetic
+operators of DataNode (pipelines) and of Batch/Tensor (ladle.dynamic).
+
+Every expression is one call of the C operator ``math.arithmetic``; its schema
+decides which operations exist, how types promote and which shapes broadcast.
+Here values are only sorted into inputs (DataNodes, Batches, Tensors) and
+constants (bool, int, float, NumPy scalars and one-element arrays), which
+travel as DALI's typed constant operands: a Python int is an int32, a float a
+float32, a bool a bool, a NumPy scalar its own type.
+
+    x = fn.decoders.image(jpegs)           # uint8
+    y = (x - 128) / 64.0                   # float32
+    z = ladle.math.clamp(y, -1, 1)
+"""
+
+import numpy as np
+
+from . import _ladle
+
+_SCHEMA = "math.arithmetic"
+
+
+def _is_data(x):
+    from .dynamic._data import Batch, Tensor
+    from .pipeline import DataNode
+
+    return isinstance(x, (DataNode, Batch, Tensor))
+
+
+def _constant(x):
+    """(type name, value) of a constant operand, as DALI types constants."""
+    if isinstance(x, np.ndarray) and x.size == 1:
+        x = x.reshape(()).dtype.type(x.reshape(()))
+    if isinstance(x, (bool, np.bool_)):
+        return "bool", int(x)
+    if isinstance(x, int):
+        # DALI types Python ints as int32; ladle takes larger ones as int64.
+        return ("int32" if -2**31 <= x < 2**31 else "int64"), x
+    if isinstance(x, float):
+        return "float32", x
+    if isinstance(x, np.generic) and x.dtype.kind in "iuf":
+        return x.dtype.name, (float(x) if x.dtype.kind == "f" else int(x))
+    if isinstance(x, (np.ndarray, list, tuple)):
+        raise _ladle.InvalidArgumentError(
+            "arithmetic: constants must be scalars (a number or a one-element array); "
+            f"got a {type(x).__name__} of {np.size(x)} elements")
+    raise TypeError(f"arithmetic: unsupported operand of type {type(x).__name__}; "
+                    "expected a DataNode, a ladle.dynamic Batch/Tensor or a number")
+
+
+def apply(op, *args):
+    """Operation `op` (a choice of math.arithmetic's `op`) on `args`."""
+    from .pipeline import DataNode
+
+    inputs, operands, ints, reals = [], [], [], []
+    for x in args:
+        if _is_data(x):
+            operands.append(f"&{len(inputs)}")
+            inputs.append(x)
+        else:
+            type_name, value = _constant(x)
+            values = reals if type_name.startswith("float") else ints
+            operands.append(f"${len(values)}:{type_name}")
+            values.append(value)
+    if not inputs:
+        raise TypeError(f"ladle.math: '{op}' needs at least one DataNode, Batch or Tensor operand")
+    kwargs = dict(op=op, operands=operands, integer_constants=ints or None, real_constants=reals or None)
+    if any(isinstance(x, DataNode) for x in inputs):
+        from . import fn
+
+        if any(x.device == "gpu" for x in inputs):  # as in DALI: one GPU operand puts the expression there
+            inputs = [x.gpu() if isinstance(x, DataNode) else x for x in inputs]
+        return fn.math.arithmetic(*inputs, **kwargs)
+    from . import dynamic
+
+    return dynamic.math.arithmetic(*inputs, **kwargs)
+
+
+class Arithmetic:
+    """The Python operators of DataNode, Batch and Tensor, as DALI maps them
+    (``//`` is "div", ``/`` "fdiv"; unary + returns the operand itself)."""
+
+    __slots__ = ()
+    __hash__ = object.__hash__  # __eq__ builds an expression; identity stays the hash
+
+    def __add__(self, other): return apply("add", self, other)
+    def __radd__(self, other): return apply("add", other, self)
+    def __sub__(self, other): return apply("sub", self, other)
+    def __rsub__(self, other): return apply("sub", other, self)
+    def __mul__(self, other): return apply("mul", self, other)
+    def __rmul__(self, other): return apply("mul", other, self)
+    def __truediv__(self, other): return apply("fdiv", self, other)
+    def __rtruediv__(self, other): return apply("fdiv", other, self)
+    def __floordiv__(self, other): return apply("div", self, other)
+    def __rfloordiv__(self, other): return apply("div", other, self)
+    def __mod__(self, other): return apply("mod", self, other)
+    def __rmod__(self, other): return apply("mod", other, self)
+    def __pow__(self, other): return apply("pow", self, other)
+    def __rpow__(self, other): return apply("pow", other, self)
+    def __eq__(self, other): return apply("eq", self, other)
+    def __ne__(self, other): return apply("neq", self, other)
+    def __lt__(self, other): return apply("lt", self, other)
+    def __le__(self, other): return apply("leq", self, other)
+    def __gt__(self, other): return apply("gt", self, other)
+    def __ge__(self, other): return apply("geq", self, other)
+    def __and__(self, other): return apply("bitand", self, other)
+    def __rand__(self, other): return apply("bitand", other, self)
+    def __or__(self, other): return apply("bitor", self, other)
+    def __ror__(self, other): return apply("bitor", other, self)
+    def __xor__(self, other): return apply("bitxor", self, other)
+    def __rxor__(self, other): return apply("bitxor", other, self)
+    def __lshift__(self, other): return apply("lshift", self, other)
+    def __rlshift__(self, other): return apply("lshift", other, self)
+    def __rshift__(self, other): return apply("rshift", self, other)
+    def __rrshift__(self, other): return apply("rshift", other, self)
+    def __invert__(self): return apply("bitnot", self)
+    def __neg__(self): return apply("minus", self)
+    def __pos__(self): return self
+    def __abs__(self): return apply("abs", self)
+
+
+# The operations only the Python operators reach; every other choice of the
+# schema's `op` is a function here (DALI's nvidia.dali.math).
+_OPERATOR_ONLY = frozenset({"add", "sub", "mul", "div", "fdiv", "mod", "eq", "neq", "lt", "leq", "gt", "geq",
+                            "bitand", "bitor", "bitxor", "lshift", "rshift", "bitnot", "plus", "minus"})
+
+
+def _make_function(op):
+    def function(*operands):
+        return apply(op, *operands)
+
+    function.__name__ = function.__qualname__ = op
+    function.__doc__ = (f"ladle.math.{op}(*operands): DALI's math.{op}, element-wise on DataNodes (in a "
+                        "pipeline) or ladle.dynamic Batches/Tensors, with numbers as constants.")
+    return function
+
+
+def _populate():
+    schema = next((s for s in _ladle.op_schemas() if s["name"] == _SCHEMA), None)
+    if schema is None:
+        return
+    choices = next(a["choices"] for a in schema["args"] if a["name"] == "op")
+    for op in choices:
+        if op not in _OPERATOR_ONLY:
+            globals()[op] = _make_function(op)
+
+
+_populate()
