@@ -245,6 +245,15 @@ class DataNode(Arithmetic):
         first, name = self._pipeline._add_op("transfer.to_gpu", device, [self], [], None)
         return DataNode(self._pipeline, first, name, "gpu")
 
+    def shape(self, *, dtype=None, device="cpu"):
+        """The run-time shape of each sample, as a new DataNode of 1-D samples
+        (DALI's; `dtype` defaults to INT64). Only for nodes in host memory."""
+        if device != "cpu":
+            raise _ladle.InvalidArgumentError(f"DataNode.shape: device={device!r}: shapes are computed on the cpu")
+        from . import fn
+
+        return fn.shapes(self, dtype=dtype)
+
     def __repr__(self):
         return f"DataNode(name={self.name!r}, device={self.device!r})"
 
