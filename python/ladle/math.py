@@ -76,6 +76,44 @@ def apply(op, *args):
     return dynamic.math.arithmetic(*inputs, **kwargs)
 
 
+def subscript(x, key):
+    """x[key] for a DataNode or a ladle.dynamic Tensor: DALI's subscripts
+    (indices, slices with steps, negative values, per-sample DataNode
+    indices in pipelines) and `...`; the operator _tensor_subscript checks
+    them against the data."""
+    from .pipeline import DataNode
+
+    key = key if isinstance(key, tuple) else (key,)
+    args, position, ellipsis = {}, 0, None
+    for k in key:
+        if k is Ellipsis:
+            if ellipsis is not None:
+                raise IndexError("an index can only have a single ellipsis ('...')")
+            ellipsis = position
+            continue
+        if k is None:
+            raise NotImplementedError("subscripts: new axes (None) are not supported")
+        if isinstance(k, slice):
+            for name, v in (("lo", k.start), ("hi", k.stop), ("step", k.step)):
+                if v is not None:
+                    args[f"{name}_{position}"] = v
+        elif isinstance(k, (float, str, bool, np.bool_)) or isinstance(k, (list, np.ndarray)):
+            raise TypeError(f"subscripts: invalid index of type {type(k).__name__}")
+        else:
+            args[f"at_{position}"] = k
+        position += 1
+    args["num_subscripts"] = position
+    if ellipsis is not None:
+        args["ellipsis"] = ellipsis
+    if isinstance(x, DataNode):
+        from . import fn
+
+        return getattr(fn, "_tensor_subscript")(x, **args)
+    from . import dynamic
+
+    return getattr(dynamic, "_tensor_subscript")(x, **args)
+
+
 class Arithmetic:
     """The Python operators of DataNode, Batch and Tensor, as DALI maps them
     (``//`` is "div", ``/`` "fdiv"; unary + returns the operand itself)."""

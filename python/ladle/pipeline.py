@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from . import _ladle, types
-from .math import Arithmetic
+from .math import Arithmetic, subscript
 from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
@@ -244,6 +244,11 @@ class DataNode(Arithmetic):
         device = "mixed" if "mixed" in schema["devices"] else "gpu"
         first, name = self._pipeline._add_op("transfer.to_gpu", device, [self], [], None)
         return DataNode(self._pipeline, first, name, "gpu")
+
+    def __getitem__(self, key):
+        """DALI's subscripts: x[1:3, ::2], x[-1], x[..., 0], x[i] with i a
+        per-sample DataNode (a scalar integer on the cpu)."""
+        return subscript(self, key)
 
     def shape(self, *, dtype=None, device="cpu"):
         """The run-time shape of each sample, as a new DataNode of 1-D samples

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
-from ..math import Arithmetic
+from ..math import Arithmetic, subscript
 from ..tensors import TensorList, batch_from_samples
 
 # Element types ladle has; other NumPy types are converted on the way in
@@ -112,6 +112,11 @@ class Tensor(Arithmetic):
             return Batch(TensorList(batch_from_samples([np.from_dlpack(self._view())], layout=self.layout or None)))
         host = self.cpu()
         return host._as_batch().gpu()
+
+    def __getitem__(self, key):
+        """A part of this sample (x[1:3, ::2], x[-1], x[..., 0]), computed by
+        the subscript operator, as DALI's dynamic mode does."""
+        return subscript(self, key)
 
     def __array__(self, dtype=None, copy=None):
         if self.device != "cpu":

@@ -8,16 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ops/math/math_kernel.h"
+#include "ops/math/math_op.h"
 #include "ops/math/math_scalar.h"
 #include "ops/op.h"
-
-/* Returns a failed call's status (these functions own nothing to clean up). */
-#define PASS(call)                   \
-  do {                               \
-    ladle_status pass_ = (call);     \
-    if (pass_ != LADLE_OK) return pass_; \
-  } while (0)
 
 enum { ARG_OP, ARG_OPERANDS, ARG_INTEGER_CONSTANTS, ARG_REAL_CONSTANTS };
 
@@ -50,18 +43,6 @@ static const ladle_arg_schema arithmetic_args[] = {
 static int is_float(int t) { return t == LADLE_FLOAT16 || t == LADLE_FLOAT32; }
 static int is_signed(int t) { return t != LADLE_UINT8; }
 static int bits(int t) { return (int)ladle_dtype_size((ladle_dtype)t) * 8; }
-
-/* The class an operation on type t is computed in; -1: not supported. */
-static int class_of(int t) {
-  switch (t) {
-    case LADLE_UINT8:
-    case LADLE_INT32: return LADLE_MATH_I32;
-    case LADLE_INT64: return LADLE_MATH_I64;
-    case LADLE_FLOAT16:
-    case LADLE_FLOAT32: return LADLE_MATH_F32;
-    default: return -1;
-  }
-}
 
 /* DALI's promotion of two types: a float wins over an integer, the wider of
  * two floats or two integers of one signedness wins, and a signed/unsigned
@@ -107,7 +88,7 @@ static ladle_status parse_operand(ladle__node *n, arith_state *st, int k, const 
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'operands': cannot read \"%s\"; expected \"&k\" "
                          "(input k) or \"$j:type\" (constant j as that type, e.g. \"$0:int32\")", text);
   int t = dtype_by_name(type);
-  if (t < 0 || class_of(t) < 0)
+  if (t < 0 || ladle__math_class_of(t) < 0)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'operands': \"%s\": unknown type '%s'", text, type);
   const ladle_value *list = ladle__arg_value(n, is_float(t) ? ARG_REAL_CONSTANTS : ARG_INTEGER_CONSTANTS);
   if (idx >= list->count)
@@ -147,13 +128,13 @@ static ladle_status arithmetic_init(ladle__node *n) {
   int used[LADLE_MAX_INPUTS] = {0};
   for (int k = 0; k < count; k++) {
     if (ladle__arg_given(n, ARG_OPERANDS)) {
-      PASS(parse_operand(n, st, k, operands->u.strings[k]));
+      LADLE_MATH_PASS(parse_operand(n, st, k, operands->u.strings[k]));
     } else {
       st->input_of[k] = k;
       e->in_dtype[k] = n->in[k].dtype;
     }
     if (st->input_of[k] >= 0) used[st->input_of[k]] = 1;
-    if (class_of(e->in_dtype[k]) < 0)
+    if (ladle__math_class_of(e->in_dtype[k]) < 0)
       return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "'%s': operand %d has type %s, which arithmetic does not "
                            "support", op, k, ladle_dtype_name((ladle_dtype)e->in_dtype[k]));
   }
@@ -166,7 +147,7 @@ static ladle_status arithmetic_init(ladle__node *n) {
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "'%s' takes integers; the operands' type is %s", op,
                          ladle_dtype_name((ladle_dtype)type));
   if (rule == RULE_FLOAT && !is_float(type)) type = LADLE_FLOAT32;
-  e->cls = class_of(type);
+  e->cls = ladle__math_class_of(type);
   e->out_dtype = rule == RULE_CMP ? LADLE_UINT8 : type; /* BOOL once ladle_dtype has it */
   /* The output has the largest rank of the inputs, and the layout of the
    * first input of that rank that has one. */
@@ -216,9 +197,9 @@ static ladle_status broadcast_shape(ladle__node *n, const int64_t *const *shapes
 
 /* The kernel's descriptor of sample `slot`: data pointers, the output's
  * shape and every input operand's strides (0 along broadcast dimensions). */
-static ladle_status describe(ladle__node *n, const ladle_batch *const *in, ladle_batch *out, int slot,
-                             ladle__math_sample *d) {
+static ladle_status describe(ladle__node *n, int slot, ladle__math_sample *d) {
   const arith_state *st = n->state;
+  ladle_batch *const *in = n->in_batches;
   const int64_t *shapes[LADLE_MAX_INPUTS];
   int ndims[LADLE_MAX_INPUTS];
   for (int i = 0; i < n->num_inputs; i++) {
@@ -227,8 +208,8 @@ static ladle_status describe(ladle__node *n, const ladle_batch *const *in, ladle
   }
   memset(d, 0, sizeof *d);
   d->ndim = n->out[0].ndim;
-  PASS(broadcast_shape(n, shapes, ndims, d->shape));
-  d->out = out ? ladle_batch_data(out, slot) : NULL;
+  LADLE_MATH_PASS(broadcast_shape(n, shapes, ndims, d->shape));
+  d->out = ladle_batch_data(n->out_batches[0], slot);
   for (int k = 0; k < st->e.arity; k++) {
     int i = st->input_of[k];
     if (i < 0) continue;
@@ -252,7 +233,7 @@ static ladle_status arithmetic_setup(ladle__node *n, ladle__sample *s) {
     shapes[i] = n->in_batches[i]->shapes + (size_t)s->slot * n->in_batches[i]->ndim;
     ndims[i] = n->in_batches[i]->ndim;
   }
-  PASS(broadcast_shape(n, shapes, ndims, shape));
+  LADLE_MATH_PASS(broadcast_shape(n, shapes, ndims, shape));
   ladle__set_shape(n, s, 0, shape);
   return LADLE_OK;
 }
@@ -260,7 +241,7 @@ static ladle_status arithmetic_setup(ladle__node *n, ladle__sample *s) {
 static ladle_status arithmetic_run(ladle__node *n, ladle__sample *s) {
   const arith_state *st = n->state;
   ladle__math_sample d;
-  PASS(describe(n, (const ladle_batch *const *)n->in_batches, n->out_batches[0], s->slot, &d));
+  LADLE_MATH_PASS(describe(n, s->slot, &d));
   if (ladle__math_run(&st->e, &d))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "'%s': integer division by zero%s%s",
                          op_names[st->e.op], s->name ? " in sample " : "", s->name ? s->name : "");
@@ -269,17 +250,7 @@ static ladle_status arithmetic_run(ladle__node *n, ladle__sample *s) {
 
 #ifdef LADLE_HAVE_CUDA
 static ladle_status arithmetic_run_batch(ladle__node *n, ladle__gpu *g) {
-  const arith_state *st = n->state;
-  int batch = n->config->batch_size;
-  ladle__math_sample *d = NULL;
-  /* run_batch runs between parallel passes: worker 0's scratch is free. */
-  PASS(ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d));
-  for (int i = 0; i < batch; i++)
-    PASS(describe(n, (const ladle_batch *const *)n->in_batches, n->out_batches[0], i, &d[i]));
-  void *host = NULL, *dev = NULL;
-  size_t bytes = ladle__gpu_math_param_bytes(batch);
-  PASS(ladle__gpu_params(g, bytes, &host, &dev));
-  return ladle__gpu_math(&st->e, d, batch, host, dev, bytes, g->stream);
+  return ladle__math_run_batch(n, g, &((const arith_state *)n->state)->e, describe);
 }
 #define ARITHMETIC_RUN_BATCH arithmetic_run_batch
 #else

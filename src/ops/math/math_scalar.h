@@ -46,6 +46,18 @@ typedef enum ladle__math_op { LADLE_MATH_OPS(LADLE__MATH_ENUM) LADLE_MATH_OP_COU
 
 typedef enum ladle__math_class { LADLE_MATH_I32 = 0, LADLE_MATH_I64 = 1, LADLE_MATH_F32 = 2 } ladle__math_class;
 
+/* The class an operation on element type t is computed in; -1: none. */
+static inline int ladle__math_class_of(int t) {
+  switch (t) {
+    case LADLE_UINT8:
+    case LADLE_INT32: return LADLE_MATH_I32;
+    case LADLE_INT64: return LADLE_MATH_I64;
+    case LADLE_FLOAT16:
+    case LADLE_FLOAT32: return LADLE_MATH_F32;
+    default: return -1;
+  }
+}
+
 /* --- loads and stores ------------------------------------------------------ */
 
 static inline LADLE_HD int64_t ladle__math_load_int(const void *p, int64_t i, int dtype) {
