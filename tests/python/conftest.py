@@ -84,7 +84,7 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
         got = [[] for _ in outs]
         for it in range(iterations):
             for name, batches in feeds.items():
-                pipe.feed_input(name, [np.ascontiguousarray(x) for x in batches[it]])
+                pipe.feed_input(name, [np.asarray(x, order="C") for x in batches[it]])  # (keeps 0-d samples 0-d)
             for k, tl in enumerate(pipe.run()):
                 if lib_fn is dfn and hasattr(tl, "as_cpu"):
                     tl = tl.as_cpu()
