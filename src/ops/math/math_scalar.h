@@ -44,6 +44,16 @@
 typedef enum ladle__math_op { LADLE_MATH_OPS(LADLE__MATH_ENUM) LADLE_MATH_OP_COUNT } ladle__math_op;
 #undef LADLE__MATH_ENUM
 
+/* The per-element functions are inlined into every loop that calls them
+ * with a constant operation or type, which then shrinks to that one case. */
+#if defined(__CUDACC__)
+#define LADLE__MATH_FN static __host__ __device__ __forceinline__
+#elif defined(__GNUC__)
+#define LADLE__MATH_FN static inline __attribute__((always_inline))
+#else
+#define LADLE__MATH_FN static inline
+#endif
+
 typedef enum ladle__math_class { LADLE_MATH_I32 = 0, LADLE_MATH_I64 = 1, LADLE_MATH_F32 = 2 } ladle__math_class;
 
 /* The class an operation on element type t is computed in; -1: none. */
@@ -60,7 +70,7 @@ static inline int ladle__math_class_of(int t) {
 
 /* --- loads and stores ------------------------------------------------------ */
 
-static inline LADLE_HD int64_t ladle__math_load_int(const void *p, int64_t i, int dtype) {
+LADLE__MATH_FN int64_t ladle__math_load_int(const void *p, int64_t i, int dtype) {
   switch (dtype) {
     case LADLE_UINT8: return ((const uint8_t *)p)[i];
     case LADLE_INT32: return ((const int32_t *)p)[i];
@@ -69,7 +79,7 @@ static inline LADLE_HD int64_t ladle__math_load_int(const void *p, int64_t i, in
   }
 }
 
-static inline LADLE_HD float ladle__math_load_f32(const void *p, int64_t i, int dtype) {
+LADLE__MATH_FN float ladle__math_load_f32(const void *p, int64_t i, int dtype) {
   switch (dtype) {
     case LADLE_FLOAT32: return ((const float *)p)[i];
     case LADLE_FLOAT16: return ladle__f16_to_f32(((const uint16_t *)p)[i]);
@@ -78,7 +88,7 @@ static inline LADLE_HD float ladle__math_load_f32(const void *p, int64_t i, int 
 }
 
 /* Integer results: truncated to the element type (C's wrap-around). */
-static inline LADLE_HD void ladle__math_store_int(void *p, int64_t i, int dtype, int64_t v) {
+LADLE__MATH_FN void ladle__math_store_int(void *p, int64_t i, int dtype, int64_t v) {
   switch (dtype) {
     case LADLE_UINT8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
     case LADLE_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
@@ -90,7 +100,7 @@ static inline LADLE_HD void ladle__math_store_int(void *p, int64_t i, int dtype,
 }
 
 /* Float results (comparisons store 0 or 1 into uint8 this way). */
-static inline LADLE_HD void ladle__math_store_f32(void *p, int64_t i, int dtype, float v) {
+LADLE__MATH_FN void ladle__math_store_f32(void *p, int64_t i, int dtype, float v) {
   switch (dtype) {
     case LADLE_FLOAT32: ((float *)p)[i] = v; break;
     case LADLE_FLOAT16: ((uint16_t *)p)[i] = ladle__f32_to_f16(v); break;
@@ -106,7 +116,7 @@ static inline LADLE_HD void ladle__math_store_f32(void *p, int64_t i, int dtype,
  * shift by a negative count or by the width or more gives 0 (>> of a
  * negative value: -1). Comparisons give 0 or 1. */
 #define LADLE__MATH_INT_FN(name, T, UT, BITS)                                                       \
-  static inline LADLE_HD T name(int op, T a, T b, T c) {                                              \
+  LADLE__MATH_FN T name(int op, T a, T b, T c) {                                                                                                  \
     switch (op) {                                                                                     \
       case LADLE_MATH_ADD: return (T)((UT)a + (UT)b);                                                 \
       case LADLE_MATH_SUB: return (T)((UT)a - (UT)b);                                                 \
@@ -151,7 +161,7 @@ LADLE__MATH_INT_FN(ladle__math_i64, int64_t, uint64_t, 64)
  * GPU). `div` of floats is true division, as in DALI; `mod` is fmod; min and
  * max are std::min/std::max (a NaN in the first operand propagates); rsqrt is
  * 1 / sqrt (both correctly rounded, not CUDA's approximate rsqrtf). */
-static inline LADLE_HD float ladle__math_f32(int op, float a, float b, float c) {
+LADLE__MATH_FN float ladle__math_f32(int op, float a, float b, float c) {
   switch (op) {
     case LADLE_MATH_ADD: return a + b;
     case LADLE_MATH_SUB: return a - b;
