@@ -27,10 +27,42 @@ def _is_data(x):
     return isinstance(x, (DataNode, Batch, Tensor))
 
 
+def _array_constant(x):
+    """A list, tuple or array of more than one element, as DALI's types.Constant
+    takes it (float64 becomes float32 and int64 int32), or None."""
+    if isinstance(x, (list, tuple, np.ndarray)) and np.size(x) > 1:
+        a = np.asarray(x)
+        if a.dtype == np.float64:
+            a = a.astype(np.float32)
+        elif a.dtype == np.int64:
+            a = a.astype(np.int32)
+        elif a.dtype == np.bool_:
+            a = a.astype(np.uint8)  # BOOL once ladle_dtype has it
+        return a
+    return None
+
+
+def _tensor_constant(a, like):
+    """Array constant `a` as an operand beside data `like`: a constant node
+    in a pipeline, the same sample for each of a ladle.dynamic batch."""
+    from . import dynamic
+    from .pipeline import DataNode
+
+    if isinstance(like, DataNode):
+        from . import fn
+
+        values = dict(fdata=a.ravel().tolist()) if a.dtype.kind == "f" else dict(idata=a.ravel().tolist())
+        return fn.constant(shape=list(a.shape), dtype=a.dtype.name, **values)
+    if isinstance(like, dynamic.Tensor):
+        return dynamic.tensor(a)
+    return dynamic.batch([a] * len(like))
+
+
 def _constant(x):
     """(type name, value) of a constant operand, as DALI types constants."""
-    if isinstance(x, np.ndarray) and x.size == 1:
-        x = x.reshape(()).dtype.type(x.reshape(()))
+    if isinstance(x, (np.ndarray, list, tuple)) and np.size(x) == 1:
+        x = np.asarray(x).reshape(())
+        x = x.dtype.type(x)
     if isinstance(x, (bool, np.bool_)):
         return "bool", int(x)
     if isinstance(x, int):
@@ -40,10 +72,6 @@ def _constant(x):
         return "float32", x
     if isinstance(x, np.generic) and x.dtype.kind in "iuf":
         return x.dtype.name, (float(x) if x.dtype.kind == "f" else int(x))
-    if isinstance(x, (np.ndarray, list, tuple)):
-        raise _ladle.InvalidArgumentError(
-            "arithmetic: constants must be scalars (a number or a one-element array); "
-            f"got a {type(x).__name__} of {np.size(x)} elements")
     raise TypeError(f"arithmetic: unsupported operand of type {type(x).__name__}; "
                     "expected a DataNode, a ladle.dynamic Batch/Tensor or a number")
 
@@ -53,7 +81,11 @@ def apply(op, *args):
     from .pipeline import DataNode
 
     inputs, operands, ints, reals = [], [], [], []
+    like = next((x for x in args if _is_data(x)), None)
     for x in args:
+        array = _array_constant(x) if like is not None else None
+        if array is not None:
+            x = _tensor_constant(array, like)
         if _is_data(x):
             operands.append(f"&{len(inputs)}")
             inputs.append(x)

@@ -212,8 +212,41 @@ def test_errors_name_operator_and_argument():
         run(lambda x: fn.math.arithmetic(x, op="clamp"), f)
     with pytest.raises(ladle.Error, match=r"argument 'operands'.*cannot read"):
         run(lambda x: fn.math.arithmetic(x, op="plus", operands=["x"]), f)
-    with pytest.raises(ladle.Error, match=r"constants must be scalars"):
+    with pytest.raises(ladle.Error, match=r"cannot be broadcast"):
         run(lambda x: x + np.array([1, 2]), f)
+
+
+@requires_ops("constant")
+def test_array_constants_broadcast():
+    rng = np.random.default_rng(4)
+    x = rand("uint8", (2, 5, 3), rng)
+    mean = np.array([10.5, 20.25, 30.0])
+    got = run(lambda a: (a - mean) * [1, 2, 3], x)
+    assert got.dtype == np.float32  # float64 arrays become float32 constants, as in DALI
+    np.testing.assert_allclose(got, (x - mean.astype(np.float32)) * np.array([1, 2, 3], np.int32), rtol=1e-6)
+    assert run(lambda a: a + np.array([1, 2, 3], np.uint8), x).dtype == np.uint8
+    np.testing.assert_array_equal(run(lambda a: a + np.array([[5]], np.int32), x), x.astype(np.int32) + 5)
+    y = ldd.batch([x, x]) - mean
+    np.testing.assert_allclose(np.asarray(y.tensors[1]), x - mean.astype(np.float32))
+
+
+@requires_ops("constant")
+def test_constant_vs_dali():
+    def graph(fn_, types_, a):
+        return (fn_.constant(fdata=[1.5, 2.5, 3.5, 4.5], shape=[2, 2]), fn_.constant(idata=[7], shape=[3]),
+                fn_.constant(idata=[1, 2, 3], dtype=types_.UINT8), a + fn_.constant(fdata=[0.5, 1.5, 2.5]),
+                a * [2, 3, 4])
+
+    a = [np.ones((4, 3), np.float32) * (i + 1) for i in range(2)]
+    mine, dali = run_both(graph, {"a": [a]}, batch_size=2)
+    for k, (m, d) in enumerate(zip(mine, dali)):
+        for s, t in zip(m, d):
+            assert s.dtype == t.dtype and s.shape == t.shape, k
+            np.testing.assert_array_equal(s, t)
+    with pytest.raises(ladle.Error, match=r"constant: give exactly one of the arguments 'fdata' and 'idata'"):
+        run(lambda a: a + fn.constant(shape=[2]), a[0])
+    with pytest.raises(ladle.Error, match=r"3 values do not fill the shape"):
+        run(lambda a: a + fn.constant(idata=[1, 2, 3], shape=[2, 2]), a[0])
 
 
 def test_float_semantics_like_dali():
