@@ -2,7 +2,16 @@
  * operation (math_scalar.h) on up to three strided operands, written to a
  * packed output. A stride of 0 broadcasts an operand along a dimension
  * (a scalar has all strides 0); a subscript is the copy ("plus") of one
- * operand read with an offset and arbitrary (also negative) strides. */
+ * operand read with an offset and arbitrary (also negative) strides.
+ *
+ * Toward fused chains (x * 0.5 + 1 in one pass): every operand already
+ * carries its own strides relative to the output, and the per-element
+ * functions take values, not memory. A chain becomes one expression by
+ * turning `op` into a short program (steps of op, class and operand refs:
+ * a leaf operand or an earlier step's register) that ladle__math_element
+ * runs per element in registers, one load per leaf and one store in all;
+ * the planner would merge math.arithmetic nodes whose intermediate outputs
+ * have one reader, composing their leaves' strides. */
 #ifndef LADLE_OPS_MATH_MATH_KERNEL_H
 #define LADLE_OPS_MATH_MATH_KERNEL_H
 

@@ -165,9 +165,41 @@ static void test_every_op_and_type(void) {
     for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) test_op_type(op, types[t]);
 }
 
+/* A subscript's read: the copy of a [5, 6, 4] int64 input at an offset,
+ * with a negative and a step-2 stride (x[4:0:-1, ::2, 1]). */
+static void test_strided_copy(void) {
+  enum { D0 = 5, D1 = 6, D2 = 4, N = D0 * D1 * D2 };
+  ladle__rng_init(&rng, 99, 2, 0, 0);
+  int64_t in[N], cpu_out[4 * 3], gpu_out[4 * 3];
+  fill(in, LADLE_INT64, N, 0);
+  ladle__math_expr e = {.op = LADLE_MATH_PLUS, .cls = LADLE_MATH_I64, .arity = 1, .in_dtype = {LADLE_INT64},
+                        .out_dtype = LADLE_INT64};
+  ladle__math_sample s = {.ndim = 2, .shape = {4, 3}, .strides = {{-D1 * D2, 2 * D2}}};
+  s.in[0] = in + 4 * D1 * D2 + 1;
+  s.out = cpu_out;
+  CHECK(ladle__math_run(&e, &s) == 0);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 3; j++) CHECK(cpu_out[i * 3 + j] == in[(4 - i) * D1 * D2 + 2 * j * D2 + 1]);
+  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
+  size_t bytes = ladle__gpu_math_param_bytes(1);
+  CHECK(cudaMalloc(&din, sizeof in) == cudaSuccess && cudaMalloc(&dout, sizeof gpu_out) == cudaSuccess);
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK(cudaMemcpy(din, in, sizeof in, cudaMemcpyHostToDevice) == cudaSuccess);
+  s.in[0] = (int64_t *)din + 4 * D1 * D2 + 1;
+  s.out = dout;
+  CHECK_OK(ladle__gpu_math(&e, &s, 1, hp, dp, bytes, NULL));
+  CHECK(cudaMemcpy(gpu_out, dout, sizeof gpu_out, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(memcmp(cpu_out, gpu_out, sizeof gpu_out) == 0);
+  cudaFree(din);
+  cudaFree(dout);
+  cudaFreeHost(hp);
+  cudaFree(dp);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) return 77;
   RUN(test_every_op_and_type);
+  RUN(test_strided_copy);
   TEST_MAIN_END();
 }
 

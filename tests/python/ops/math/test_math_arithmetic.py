@@ -183,6 +183,8 @@ def test_integer_semantics_like_dali():
     assert run(lambda x: x + True, u).dtype == np.uint8
     assert run(lambda x: x + np.int64(1), u).dtype == np.int64
     assert run(lambda x: x * 0.5, u).dtype == np.float32
+    big = run(lambda x: x + 2**40, u)  # beyond int32: ladle types it int64 (DALI has no such constant)
+    assert big.dtype == np.int64 and big.tolist() == [2**40 + 2, 2**40 + 200]
     assert run(lambda x: abs(x), np.array([-3], np.int32)).tolist() == [3]
     np.testing.assert_array_equal(run(lambda x: ladle.math.clamp(x, 1.5, 3), np.array([1, 2, 5], np.int32)),
                                   np.array([1.5, 2, 3], np.float32))
@@ -323,3 +325,14 @@ def test_gpu_matches_cpu():
     c, g = both(lambda x, y: ladle.math.exp(y) + ladle.math.sin(x))
     np.testing.assert_allclose(c, g, rtol=1e-6)  # CUDA's expf/sinf vs libm: a few ulps
 
+
+
+@pytest.mark.gpu
+def test_dynamic_gpu_matches_cpu():
+    x = ldd.batch([np.arange(6, dtype=np.float32).reshape(2, 3)] * 2)
+    g = x.gpu()
+    for expr in (lambda a: a * 2 + 1, lambda a: a // 2, lambda a: ladle.math.clamp(a, 1, 4)):
+        got = expr(g)
+        assert got.device == "gpu"
+        np.testing.assert_array_equal(np.asarray(got.cpu().tensors[1]), np.asarray(expr(x).tensors[1]))
+    np.testing.assert_array_equal(np.asarray((g + x).cpu().tensors[0]), 2 * np.asarray(x.tensors[0]))
