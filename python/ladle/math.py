@@ -27,18 +27,37 @@ def _is_data(x):
     return isinstance(x, (DataNode, Batch, Tensor))
 
 
+def constant_array(value, dtype=None):
+    """`value` as the array DALI's types.Constant makes of it: `dtype` when
+    given, else float64 becomes float32 and int64 int32."""
+    from . import types
+
+    a = np.asarray(value)
+    if dtype is not None:
+        return a.astype(types.to_dtype(dtype).numpy_name)
+    if a.dtype == np.float64:
+        return a.astype(np.float32)
+    if a.dtype == np.int64:
+        return a.astype(np.int32)
+    if a.dtype == np.bool_:
+        return a.astype(np.uint8)  # BOOL once ladle_dtype has it
+    return a
+
+
+def constant_node(a, shape=None, layout=None):
+    """Array `a` as a fn.constant node of the pipeline being defined."""
+    from . import fn
+
+    values = dict(fdata=a.ravel().tolist()) if a.dtype.kind == "f" else dict(idata=a.ravel().tolist())
+    return fn.constant(shape=list(a.shape if shape is None else np.atleast_1d(shape)), dtype=a.dtype.name,
+                       layout=layout, **values)
+
+
 def _array_constant(x):
-    """A list, tuple or array of more than one element, as DALI's types.Constant
-    takes it (float64 becomes float32 and int64 int32), or None."""
+    """A list, tuple or array of more than one element, typed as DALI types
+    array constants, or None."""
     if isinstance(x, (list, tuple, np.ndarray)) and np.size(x) > 1:
-        a = np.asarray(x)
-        if a.dtype == np.float64:
-            a = a.astype(np.float32)
-        elif a.dtype == np.int64:
-            a = a.astype(np.int32)
-        elif a.dtype == np.bool_:
-            a = a.astype(np.uint8)  # BOOL once ladle_dtype has it
-        return a
+        return constant_array(x)
     return None
 
 
@@ -49,10 +68,7 @@ def _tensor_constant(a, like):
     from .pipeline import DataNode
 
     if isinstance(like, DataNode):
-        from . import fn
-
-        values = dict(fdata=a.ravel().tolist()) if a.dtype.kind == "f" else dict(idata=a.ravel().tolist())
-        return fn.constant(shape=list(a.shape), dtype=a.dtype.name, **values)
+        return constant_node(a)
     if isinstance(like, dynamic.Tensor):
         return dynamic.tensor(a)
     return dynamic.batch([a] * len(like))

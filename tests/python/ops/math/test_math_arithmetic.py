@@ -245,6 +245,14 @@ def test_constant_vs_dali():
         for s, t in zip(m, d):
             assert s.dtype == t.dtype and s.shape == t.shape, k
             np.testing.assert_array_equal(s, t)
+    mine, dali = run_both(lambda fn_, types_, a: (a + types_.Constant(2, dtype=types_.UINT8),
+                                                   a * types_.Constant([1, 2, 3], shape=[1, 3]),
+                                                   types_.Constant(np.arange(4.0), layout="W") + 0),
+                          {"a": [a]}, batch_size=2)
+    for k, (m, d) in enumerate(zip(mine, dali)):
+        for s, t in zip(m, d):
+            assert s.dtype == t.dtype and s.shape == t.shape, k
+            np.testing.assert_array_equal(s, t)
     with pytest.raises(ladle.Error, match=r"constant: give exactly one of the arguments 'fdata' and 'idata'"):
         run(lambda a: a + fn.constant(shape=[2]), a[0])
     with pytest.raises(ladle.Error, match=r"3 values do not fill the shape"):
