@@ -344,3 +344,22 @@ def test_dynamic_gpu_matches_cpu():
         assert got.device == "gpu"
         np.testing.assert_array_equal(np.asarray(got.cpu().tensors[1]), np.asarray(expr(x).tensors[1]))
     np.testing.assert_array_equal(np.asarray((g + x).cpu().tensors[0]), 2 * np.asarray(x.tensors[0]))
+
+
+def test_ragged_batch_per_sample_scalar_and_layout():
+    pipe = ladle.Pipeline(batch_size=3, num_threads=2, device_id=None, seed=1)
+    with pipe:
+        a = fn.external_source(name="a", dtype=types.UINT8, ndim=3, layout="HWC")
+        r = fn.random.uniform(range=[0.5, 1.5])
+        pipe.set_outputs(a * r, r, a[..., 0] > 3)
+    xs = [np.random.default_rng(i).integers(0, 9, (2 + i, 3, 3)).astype(np.uint8) for i in range(3)]
+    try:
+        pipe.feed_input("a", xs)
+        out, r, cmp = pipe.run()
+        assert out.layout() == "HWC" and cmp.layout() == "HW"
+        for i, x in enumerate(xs):
+            scale = np.array(r.at(i))
+            np.testing.assert_array_equal(np.array(out.at(i)), x.astype(np.float32) * scale)
+            np.testing.assert_array_equal(np.array(cmp.at(i)), (x[..., 0] > 3).astype(np.uint8))
+    finally:
+        pipe.close()
