@@ -245,6 +245,10 @@ class DataNode(Arithmetic):
         first, name = self._pipeline._add_op("transfer.to_gpu", device, [self], [], None)
         return DataNode(self._pipeline, first, name, "gpu")
 
+    def __iter__(self):
+        # Without this, Python would iterate through __getitem__ (0, 1, ...) without end.
+        raise TypeError("a DataNode is not iterable (an operator with several outputs returns a tuple of them)")
+
     def __getitem__(self, key):
         """DALI's subscripts: x[1:3, ::2], x[-1], x[..., 0], x[i] with i a
         per-sample DataNode (a scalar integer on the cpu)."""

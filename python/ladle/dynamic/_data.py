@@ -113,6 +113,12 @@ class Tensor(Arithmetic):
         host = self.cpu()
         return host._as_batch().gpu()
 
+    def __iter__(self):
+        """The sub-tensors along the first dimension (as NumPy iterates)."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d ladle.dynamic.Tensor")
+        return (self[i] for i in range(self.shape[0]))
+
     def __getitem__(self, key):
         """A part of this sample (x[1:3, ::2], x[-1], x[..., 0]), computed by
         the subscript operator, as DALI's dynamic mode does."""

@@ -91,3 +91,14 @@ def test_subscript_gpu_matches_cpu():
 def test_dynamic_tensor_subscript():
     x = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(np.asarray(ldd.tensor(x)[1:, ::-1]), x[1:, ::-1])
+    rows = [np.asarray(r) for r in ldd.tensor(x)]
+    np.testing.assert_array_equal(np.stack(rows), x)
+
+
+def test_data_node_is_not_iterable():
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1, device_id=None)
+    with pipe:
+        a = fn.external_source(name="a", dtype=types.FLOAT, ndim=2)
+        with pytest.raises(TypeError, match="not iterable"):
+            x, y = a
+    pipe.close()
