@@ -39,7 +39,11 @@ __global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     int64_t off[LADLE_MATH_MAX_OPERANDS] = {0, 0, 0}, rest = i;
-    for (int d = nd - 1; d >= 0; d--) {
+    if (nd == 1) { /* the common case after collapsing: no 64-bit divisions */
+      for (int k = 0; k < e.arity; k++) off[k] = e.is_constant[k] ? 0 : i * sp->strides[k][0];
+      rest = 0;
+    }
+    for (int d = nd == 1 ? -1 : nd - 1; d >= 0; d--) {
       const int64_t q = rest / sp->shape[d], r = rest - q * sp->shape[d];
       for (int k = 0; k < e.arity; k++) off[k] += e.is_constant[k] ? 0 : r * sp->strides[k][d];
       rest = q;
