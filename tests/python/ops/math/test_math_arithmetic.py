@@ -363,3 +363,17 @@ def test_ragged_batch_per_sample_scalar_and_layout():
             np.testing.assert_array_equal(np.array(cmp.at(i)), (x[..., 0] > 3).astype(np.uint8))
     finally:
         pipe.close()
+
+
+@pytest.mark.parametrize("dtype", list(T))
+def test_unary_same_type_and_clamp_vs_numpy(dtype):
+    rng = np.random.default_rng(8)
+    a = rand(dtype, (4, 6), rng)
+    wrap = (lambda v: v.astype(np.int64)) if dtype in INTS else (lambda v: v)
+    for got, want in ((run(lambda x: -x, a), (-wrap(a)).astype(dtype)),
+                      (run(lambda x: abs(x), a), np.abs(wrap(a)).astype(dtype)),
+                      (run(lambda x: fn.math.arithmetic(x, op="plus"), a), a),
+                      (run(lambda x, lo, hi: ladle.math.clamp(x, lo, hi), a, np.full((1, 6), 10, dtype),
+                           np.full((4, 1), 40, dtype)), np.clip(a, 10, 40))):
+        assert got.dtype == np.dtype(dtype)
+        np.testing.assert_array_equal(got, want)
