@@ -13,7 +13,7 @@ float32, a bool a bool, a NumPy scalar its own type.
     z = ladle.math.clamp(y, -1, 1)
 """
 
-import numpy as np
+import numpy as _np
 
 from . import _ladle
 
@@ -27,37 +27,37 @@ def _is_data(x):
     return isinstance(x, (DataNode, Batch, Tensor))
 
 
-def constant_array(value, dtype=None):
+def _constant_array(value, dtype=None):
     """`value` as the array DALI's types.Constant makes of it: `dtype` when
     given, else float64 becomes float32 and int64 int32."""
     from . import types
 
-    a = np.asarray(value)
+    a = _np.asarray(value)
     if dtype is not None:
         return a.astype(types.to_dtype(dtype).numpy_name)
-    if a.dtype == np.float64:
-        return a.astype(np.float32)
-    if a.dtype == np.int64:
-        return a.astype(np.int32)
-    if a.dtype == np.bool_:
-        return a.astype(np.uint8)  # BOOL once ladle_dtype has it
+    if a.dtype == _np.float64:
+        return a.astype(_np.float32)
+    if a.dtype == _np.int64:
+        return a.astype(_np.int32)
+    if a.dtype == _np.bool_:
+        return a.astype(_np.uint8)  # BOOL once ladle_dtype has it
     return a
 
 
-def constant_node(a, shape=None, layout=None):
+def _constant_node(a, shape=None, layout=None):
     """Array `a` as a fn.constant node of the pipeline being defined."""
     from . import fn
 
     values = dict(fdata=a.ravel().tolist()) if a.dtype.kind == "f" else dict(idata=a.ravel().tolist())
-    return fn.constant(shape=list(a.shape if shape is None else np.atleast_1d(shape)), dtype=a.dtype.name,
+    return fn.constant(shape=list(a.shape if shape is None else _np.atleast_1d(shape)), dtype=a.dtype.name,
                        layout=layout, **values)
 
 
 def _array_constant(x):
     """A list, tuple or array of more than one element, typed as DALI types
     array constants, or None."""
-    if isinstance(x, (list, tuple, np.ndarray)) and np.size(x) > 1:
-        return constant_array(x)
+    if isinstance(x, (list, tuple, _np.ndarray)) and _np.size(x) > 1:
+        return _constant_array(x)
     return None
 
 
@@ -68,7 +68,7 @@ def _tensor_constant(a, like):
     from .pipeline import DataNode
 
     if isinstance(like, DataNode):
-        return constant_node(a)
+        return _constant_node(a)
     if isinstance(like, dynamic.Tensor):
         return dynamic.tensor(a)
     return dynamic.batch([a] * len(like))
@@ -76,23 +76,23 @@ def _tensor_constant(a, like):
 
 def _constant(x):
     """(type name, value) of a constant operand, as DALI types constants."""
-    if isinstance(x, (np.ndarray, list, tuple)) and np.size(x) == 1:
-        x = np.asarray(x).reshape(())
+    if isinstance(x, (_np.ndarray, list, tuple)) and _np.size(x) == 1:
+        x = _np.asarray(x).reshape(())
         x = x.dtype.type(x)
-    if isinstance(x, (bool, np.bool_)):
+    if isinstance(x, (bool, _np.bool_)):
         return "bool", int(x)
     if isinstance(x, int):
         # DALI types Python ints as int32; ladle takes larger ones as int64.
         return ("int32" if -2**31 <= x < 2**31 else "int64"), x
     if isinstance(x, float):
         return "float32", x
-    if isinstance(x, np.generic) and x.dtype.kind in "iuf":
+    if isinstance(x, _np.generic) and x.dtype.kind in "iuf":
         return x.dtype.name, (float(x) if x.dtype.kind == "f" else int(x))
     raise TypeError(f"arithmetic: unsupported operand of type {type(x).__name__}; "
                     "expected a DataNode, a ladle.dynamic Batch/Tensor or a number")
 
 
-def apply(op, *args):
+def _apply(op, *args):
     """Operation `op` (a choice of math.arithmetic's `op`) on `args`."""
     from .pipeline import DataNode
 
@@ -124,7 +124,7 @@ def apply(op, *args):
     return dynamic.math.arithmetic(*inputs, **kwargs)
 
 
-def subscript(x, key):
+def _subscript(x, key):
     """x[key] for a DataNode or a ladle.dynamic Tensor: DALI's subscripts
     (indices, slices with steps, negative values, per-sample DataNode
     indices in pipelines) and `...`; the operator _tensor_subscript checks
@@ -145,7 +145,7 @@ def subscript(x, key):
             for name, v in (("lo", k.start), ("hi", k.stop), ("step", k.step)):
                 if v is not None:
                     args[f"{name}_{position}"] = v
-        elif isinstance(k, (float, str, bool, np.bool_)) or isinstance(k, (list, np.ndarray)):
+        elif isinstance(k, (float, str, bool, _np.bool_)) or isinstance(k, (list, _np.ndarray)):
             raise TypeError(f"subscripts: invalid index of type {type(k).__name__}")
         else:
             args[f"at_{position}"] = k
@@ -162,47 +162,47 @@ def subscript(x, key):
     return getattr(dynamic, "_tensor_subscript")(x, **args)
 
 
-class Arithmetic:
+class _Arithmetic:
     """The Python operators of DataNode, Batch and Tensor, as DALI maps them
     (``//`` is "div", ``/`` "fdiv"; unary + returns the operand itself)."""
 
     __slots__ = ()
     __hash__ = object.__hash__  # __eq__ builds an expression; identity stays the hash
 
-    def __add__(self, other): return apply("add", self, other)
-    def __radd__(self, other): return apply("add", other, self)
-    def __sub__(self, other): return apply("sub", self, other)
-    def __rsub__(self, other): return apply("sub", other, self)
-    def __mul__(self, other): return apply("mul", self, other)
-    def __rmul__(self, other): return apply("mul", other, self)
-    def __truediv__(self, other): return apply("fdiv", self, other)
-    def __rtruediv__(self, other): return apply("fdiv", other, self)
-    def __floordiv__(self, other): return apply("div", self, other)
-    def __rfloordiv__(self, other): return apply("div", other, self)
-    def __mod__(self, other): return apply("mod", self, other)
-    def __rmod__(self, other): return apply("mod", other, self)
-    def __pow__(self, other): return apply("pow", self, other)
-    def __rpow__(self, other): return apply("pow", other, self)
-    def __eq__(self, other): return apply("eq", self, other)
-    def __ne__(self, other): return apply("neq", self, other)
-    def __lt__(self, other): return apply("lt", self, other)
-    def __le__(self, other): return apply("leq", self, other)
-    def __gt__(self, other): return apply("gt", self, other)
-    def __ge__(self, other): return apply("geq", self, other)
-    def __and__(self, other): return apply("bitand", self, other)
-    def __rand__(self, other): return apply("bitand", other, self)
-    def __or__(self, other): return apply("bitor", self, other)
-    def __ror__(self, other): return apply("bitor", other, self)
-    def __xor__(self, other): return apply("bitxor", self, other)
-    def __rxor__(self, other): return apply("bitxor", other, self)
-    def __lshift__(self, other): return apply("lshift", self, other)
-    def __rlshift__(self, other): return apply("lshift", other, self)
-    def __rshift__(self, other): return apply("rshift", self, other)
-    def __rrshift__(self, other): return apply("rshift", other, self)
-    def __invert__(self): return apply("bitnot", self)
-    def __neg__(self): return apply("minus", self)
+    def __add__(self, other): return _apply("add", self, other)
+    def __radd__(self, other): return _apply("add", other, self)
+    def __sub__(self, other): return _apply("sub", self, other)
+    def __rsub__(self, other): return _apply("sub", other, self)
+    def __mul__(self, other): return _apply("mul", self, other)
+    def __rmul__(self, other): return _apply("mul", other, self)
+    def __truediv__(self, other): return _apply("fdiv", self, other)
+    def __rtruediv__(self, other): return _apply("fdiv", other, self)
+    def __floordiv__(self, other): return _apply("div", self, other)
+    def __rfloordiv__(self, other): return _apply("div", other, self)
+    def __mod__(self, other): return _apply("mod", self, other)
+    def __rmod__(self, other): return _apply("mod", other, self)
+    def __pow__(self, other): return _apply("pow", self, other)
+    def __rpow__(self, other): return _apply("pow", other, self)
+    def __eq__(self, other): return _apply("eq", self, other)
+    def __ne__(self, other): return _apply("neq", self, other)
+    def __lt__(self, other): return _apply("lt", self, other)
+    def __le__(self, other): return _apply("leq", self, other)
+    def __gt__(self, other): return _apply("gt", self, other)
+    def __ge__(self, other): return _apply("geq", self, other)
+    def __and__(self, other): return _apply("bitand", self, other)
+    def __rand__(self, other): return _apply("bitand", other, self)
+    def __or__(self, other): return _apply("bitor", self, other)
+    def __ror__(self, other): return _apply("bitor", other, self)
+    def __xor__(self, other): return _apply("bitxor", self, other)
+    def __rxor__(self, other): return _apply("bitxor", other, self)
+    def __lshift__(self, other): return _apply("lshift", self, other)
+    def __rlshift__(self, other): return _apply("lshift", other, self)
+    def __rshift__(self, other): return _apply("rshift", self, other)
+    def __rrshift__(self, other): return _apply("rshift", other, self)
+    def __invert__(self): return _apply("bitnot", self)
+    def __neg__(self): return _apply("minus", self)
     def __pos__(self): return self
-    def __abs__(self): return apply("abs", self)
+    def __abs__(self): return _apply("abs", self)
 
 
 # The operations only the Python operators reach; every other choice of the
@@ -213,7 +213,7 @@ _OPERATOR_ONLY = frozenset({"add", "sub", "mul", "div", "fdiv", "mod", "eq", "ne
 
 def _make_function(op):
     def function(*operands):
-        return apply(op, *operands)
+        return _apply(op, *operands)
 
     function.__name__ = function.__qualname__ = op
     function.__doc__ = (f"ladle.math.{op}(*operands): DALI's math.{op}, element-wise on DataNodes (in a "

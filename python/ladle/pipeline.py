@@ -15,7 +15,7 @@ import warnings
 import numpy as np
 
 from . import _ladle, types
-from .math import Arithmetic, subscript
+from .math import _Arithmetic, _subscript
 from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
@@ -217,7 +217,7 @@ def _dlpack_stream(tensor, cuda_stream):
     return cuda_stream
 
 
-class DataNode(Arithmetic):
+class DataNode(_Arithmetic):
     """An output of an operator in a pipeline graph.
 
     ``name`` is the operator instance's name (with ``[k]`` for output k of an
@@ -252,7 +252,7 @@ class DataNode(Arithmetic):
     def __getitem__(self, key):
         """DALI's subscripts: x[1:3, ::2], x[-1], x[..., 0], x[i] with i a
         per-sample DataNode (a scalar integer on the cpu)."""
-        return subscript(self, key)
+        return _subscript(self, key)
 
     def shape(self, *, dtype=None, device="cpu"):
         """The run-time shape of each sample, as a new DataNode of 1-D samples

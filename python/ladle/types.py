@@ -170,8 +170,8 @@ def Constant(value, dtype=None, shape=None, layout=None, device=None):
     (float64 data become float32 and int64 int32 unless `dtype` says)."""
     from . import math
 
-    a = math.constant_array(value, dtype)
+    a = math._constant_array(value, dtype)
     if a.ndim == 0 and shape is None and layout is None and device is None:
         return a.dtype.type(a)
-    node = math.constant_node(a, shape=shape, layout=layout)
+    node = math._constant_node(a, shape=shape, layout=layout)
     return node.gpu() if device == "gpu" else node

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
-from ..math import Arithmetic, subscript
+from ..math import _Arithmetic, _subscript
 from ..tensors import TensorList, batch_from_samples
 
 # Element types ladle has; other NumPy types are converted on the way in
@@ -48,7 +48,7 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
-class Tensor(Arithmetic):
+class Tensor(_Arithmetic):
     """One sample: ``shape``, ``dtype``, ``layout``, ``device``; ``torch()``,
     ``np.asarray(t)`` (CPU) and ``__dlpack__`` give it without a copy.
 
@@ -122,7 +122,7 @@ class Tensor(Arithmetic):
     def __getitem__(self, key):
         """A part of this sample (x[1:3, ::2], x[-1], x[..., 0]), computed by
         the subscript operator, as DALI's dynamic mode does."""
-        return subscript(self, key)
+        return _subscript(self, key)
 
     def __array__(self, dtype=None, copy=None):
         if self.device != "cpu":
@@ -143,7 +143,7 @@ class Tensor(Arithmetic):
                 f"on {self.device}>")
 
 
-class Batch(Arithmetic):
+class Batch(_Arithmetic):
     """A batch of samples of one dtype and rank (shapes may differ).
 
     ``len(b)``; ``b.tensors[i]`` is sample i (a Tensor); ``b.dtype``,
