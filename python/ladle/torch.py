@@ -118,7 +118,8 @@ import torch.utils.dlpack
 from . import _ladle
 from . import types
 
-__all__ = ["ClassificationIterator", "GenericIterator", "LastBatchPolicy", "feed_ndarray", "to_torch_type"]
+__all__ = ["ClassificationIterator", "GenericIterator", "LastBatchPolicy", "RaggedIterator", "feed_ndarray",
+           "to_torch_type"]
 
 _STATE_FORMAT = "ladle.torch.GenericIterator/1"
 _DL_CUDA = (2, 13)  # DLPack's kDLCUDA and kDLCUDAManaged: memory a CUDA stream orders
@@ -297,7 +298,8 @@ class GenericIterator:
         epoch (recommended).
       auto_reset: False/"no", True/"yes" or "quiet" (see the module docs).
       fill_last_batch: deprecated DALI spelling: True is FILL, False PARTIAL.
-      dynamic_shape: accepted and ignored (DALI compatibility).
+      dynamic_shape: accepted for DALI scripts, no effect: ladle's tensors
+        take each batch's shape without a copy, so shapes may change anyway.
       last_batch_padded: without reader_name, whether the reader pads
         (pad_last_batch); with reader_name it is taken from the reader.
       last_batch_policy: LastBatchPolicy.FILL, DROP or PARTIAL.
@@ -583,6 +585,13 @@ class GenericIterator:
 
     # --- checkpoints ---------------------------------------------------------
 
+    def checkpoints(self):
+        """DALI's iterator checkpoints: one Pipeline checkpoint string per
+        pipeline, at the batch this iterator returns next (pipelines made
+        with enable_checkpointing=True). Resume with
+        Pipeline(checkpoint=...) and a new iterator over them."""
+        return [p._checkpoint(self._position) for p in self._pipes]
+
     def state_dict(self):
         """Where the iterator is: a dict of plain Python values (picklable,
         torch.save-able). Restore it with load_state_dict() on an iterator
@@ -660,3 +669,79 @@ class ClassificationIterator(GenericIterator):
                          fill_last_batch=fill_last_batch, dynamic_shape=dynamic_shape,
                          last_batch_padded=last_batch_padded, last_batch_policy=last_batch_policy,
                          prepare_first_batch=prepare_first_batch)
+
+
+class RaggedIterator(GenericIterator):
+    """DALI's DALIRaggedIterator: GenericIterator whose outputs may be ragged
+    (boxes and labels per image). ``output_types`` gives one tag per output:
+    DENSE_TAG ("dense": one [N, ...] tensor, the default), SPARSE_LIST_TAG
+    ("sparse_list": a list of N tensors, one per sample, without a copy) or
+    SPARSE_COO_TAG ("sparse_coo": a torch sparse COO tensor of shape
+    [N, max_len] whose values are the samples' 1-D values, as DALI builds
+    it: the samples' values concatenated, indices (sample, position)).
+    Epochs, policies and checkpoints are GenericIterator's."""
+
+    DENSE_TAG = "dense"
+    SPARSE_LIST_TAG = "sparse_list"
+    SPARSE_COO_TAG = "sparse_coo"
+
+    def __init__(self, pipelines, output_map, size=-1, reader_name=None, output_types=None, auto_reset=False,
+                 fill_last_batch=None, dynamic_shape=False, last_batch_padded=False,
+                 last_batch_policy=LastBatchPolicy.FILL, prepare_first_batch=True):
+        tags = {self.DENSE_TAG, self.SPARSE_LIST_TAG, self.SPARSE_COO_TAG}
+        output_map = list(output_map)
+        if output_types is not None:
+            output_types = list(output_types)
+            if len(output_types) != len(output_map):
+                raise _ladle.InvalidArgumentError(
+                    f"RaggedIterator: output_types has {len(output_types)} tags for {len(output_map)} outputs")
+            wrong = [t for t in output_types if t not in tags]
+            if wrong:
+                raise _ladle.InvalidArgumentError(
+                    f"RaggedIterator: output_types {wrong} are not tags; use {sorted(tags)}")
+        self._output_types = output_types or [self.DENSE_TAG] * len(output_map)
+        super().__init__(pipelines, output_map, size=size, reader_name=reader_name, auto_reset=auto_reset,
+                         fill_last_batch=fill_last_batch, dynamic_shape=dynamic_shape,
+                         last_batch_padded=last_batch_padded, last_batch_policy=last_batch_policy,
+                         prepare_first_batch=prepare_first_batch)
+
+    def _tensors(self, outputs):
+        batches = []
+        for out in outputs:
+            batch = {}
+            for name, tag, tl in zip(self.output_map, self._output_types, out):
+                if tag == self.DENSE_TAG:
+                    batch[name] = to_torch(tl, name)
+                    continue
+                samples = [to_torch(tl.sample(i), f"{name}[{i}]") for i in range(len(tl))]
+                batch[name] = samples if tag == self.SPARSE_LIST_TAG else _SparseRows(samples)
+            batches.append(batch)
+        return batches
+
+    def _next_reader(self):
+        batches = super()._next_reader()
+        return [{k: v.tensor() if isinstance(v, _SparseRows) else v for k, v in b.items()} for b in batches]
+
+    def _next_counted(self):
+        batches = super()._next_counted()
+        return [{k: v.tensor() if isinstance(v, _SparseRows) else v for k, v in b.items()} for b in batches]
+
+
+class _SparseRows:
+    """The samples of a SPARSE_COO output until the batch's final length is
+    known (PARTIAL cuts it): slicing keeps the first rows."""
+
+    def __init__(self, samples):
+        self.samples = samples
+
+    def __getitem__(self, key):
+        return _SparseRows(self.samples[key])
+
+    def tensor(self):
+        if any(s.dim() != 1 for s in self.samples):
+            raise _ladle.InvalidArgumentError("RaggedIterator: SPARSE_COO_TAG needs 1-D samples")
+        values = torch.cat(self.samples) if self.samples else torch.zeros(0)
+        rows = [torch.full((len(s),), i, dtype=torch.int64) for i, s in enumerate(self.samples)]
+        cols = [torch.arange(len(s), dtype=torch.int64) for s in self.samples]
+        indices = torch.stack([torch.cat(rows), torch.cat(cols)]) if self.samples else torch.zeros(2, 0, dtype=torch.int64)
+        return torch.sparse_coo_tensor(indices.to(values.device), values)
