@@ -377,3 +377,24 @@ def test_unary_same_type_and_clamp_vs_numpy(dtype):
                            np.full((4, 1), 40, dtype)), np.clip(a, 10, 40))):
         assert got.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(got, want)
+
+
+def test_comparisons_drive_conditionals():
+    @ladle.pipeline_def(batch_size=4, num_threads=1, device_id=None, enable_conditionals=True)
+    def pipe_fn():
+        x = fn.external_source(name="x", dtype=types.INT32, ndim=1)
+        if x[0] > 1:
+            y = x * 10
+        else:
+            y = -x
+        return y
+
+    pipe = pipe_fn()
+    try:
+        xs = [np.array([v, v + 1], np.int32) for v in range(4)]
+        pipe.feed_input("x", xs)
+        (out,) = pipe.run()
+        for v, x in enumerate(xs):
+            np.testing.assert_array_equal(np.array(out.at(v)), x * 10 if v > 1 else -x)
+    finally:
+        pipe.close()
