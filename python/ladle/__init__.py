@@ -43,6 +43,7 @@ from . import types
 from .pipeline import DataNode, Pipeline, ThreadPool, pipeline_def
 from .tensors import Tensor, TensorList, TensorListCPU, TensorListGPU, as_tensor_list
 from . import fn
+from . import math
 
 __version__ = _ladle.version()
 

@@ -16,6 +16,7 @@ import warnings
 import numpy as np
 
 from . import _ladle, types
+from .math import _Arithmetic, _subscript
 from .tensors import TensorList, as_tensor_list
 
 # DALI Pipeline arguments that ladle accepts and ignores (with a warning).
@@ -216,11 +217,13 @@ def _dlpack_stream(tensor, cuda_stream):
     return cuda_stream
 
 
-class DataNode:
+class DataNode(_Arithmetic):
     """An output of an operator in a pipeline graph.
 
     ``name`` is the operator instance's name (with ``[k]`` for output k of an
-    operator with several outputs); ``device`` is "cpu" or "gpu".
+    operator with several outputs); ``device`` is "cpu" or "gpu". Python's
+    arithmetic and comparison operators build element-wise expressions
+    (ladle.math), as in DALI.
     """
 
     def __init__(self, pipeline, node_id, name, device):
@@ -241,6 +244,24 @@ class DataNode:
         device = "mixed" if "mixed" in schema["devices"] else "gpu"
         first, name = self._pipeline._add_op("transfer.to_gpu", device, [self], [], None)
         return DataNode(self._pipeline, first, name, "gpu")
+
+    def __iter__(self):
+        # Without this, Python would iterate through __getitem__ (0, 1, ...) without end.
+        raise TypeError("a DataNode is not iterable (an operator with several outputs returns a tuple of them)")
+
+    def __getitem__(self, key):
+        """DALI's subscripts: x[1:3, ::2], x[-1], x[..., 0], x[i] with i a
+        per-sample DataNode (a scalar integer on the cpu)."""
+        return _subscript(self, key)
+
+    def shape(self, *, dtype=None, device="cpu"):
+        """The run-time shape of each sample, as a new DataNode of 1-D samples
+        (DALI's; `dtype` defaults to INT64). Only for nodes in host memory."""
+        if device != "cpu":
+            raise _ladle.InvalidArgumentError(f"DataNode.shape: device={device!r}: shapes are computed on the cpu")
+        from . import fn
+
+        return fn.shapes(self, dtype=dtype)
 
     def __repr__(self):
         return f"DataNode(name={self.name!r}, device={self.device!r})"

@@ -163,3 +163,17 @@ def to_dtype(value):
 def from_dtype_name(name):
     """The DALIDataType of a ladle dtype name ("uint8", "float16", ...)."""
     return _DTYPE_ALIASES[name]
+
+
+def Constant(value, dtype=None, shape=None, layout=None, device=None):
+    """DALI's types.Constant: a scalar (without shape, layout or device) is a
+    typed constant for arithmetic expressions (a NumPy scalar of `dtype`);
+    anything else is an fn.constant node of the pipeline being defined
+    (float64 data become float32 and int64 int32 unless `dtype` says)."""
+    from . import math
+
+    a = math._constant_array(value, dtype)
+    if a.ndim == 0 and shape is None and layout is None and device is None:
+        return a.dtype.type(a)
+    node = math._constant_node(a, shape=shape, layout=layout)
+    return node.gpu() if device == "gpu" else node

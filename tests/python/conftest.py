@@ -86,7 +86,7 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
             for name, batches in feeds.items():
                 b = batches[it]  # an [N, ...] array goes in whole (N samples of rank 0 for [N])
                 pipe.feed_input(name, np.ascontiguousarray(b) if isinstance(b, np.ndarray)
-                                else [np.ascontiguousarray(x) for x in b])
+                                else [np.asarray(x, order="C") for x in b])  # (keeps 0-d samples 0-d)
             for k, tl in enumerate(pipe.run()):
                 if lib_fn is dfn and hasattr(tl, "as_cpu"):
                     tl = tl.as_cpu()

@@ -5,6 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
+from ..math import _Arithmetic, _subscript
 from ..tensors import TensorList, batch_from_samples
 
 # Element types ladle has; other NumPy types are converted on the way in
@@ -47,7 +48,7 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
-class Tensor:
+class Tensor(_Arithmetic):
     """One sample: ``shape``, ``dtype``, ``layout``, ``device``; ``torch()``,
     ``np.asarray(t)`` (CPU) and ``__dlpack__`` give it without a copy.
 
@@ -112,6 +113,17 @@ class Tensor:
         host = self.cpu()
         return host._as_batch().gpu()
 
+    def __iter__(self):
+        """The sub-tensors along the first dimension (as NumPy iterates)."""
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d ladle.dynamic.Tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    def __getitem__(self, key):
+        """A part of this sample (x[1:3, ::2], x[-1], x[..., 0]), computed by
+        the subscript operator, as DALI's dynamic mode does."""
+        return _subscript(self, key)
+
     def __array__(self, dtype=None, copy=None):
         if self.device != "cpu":
             raise _ladle.StateError("ladle.dynamic.Tensor: the tensor is in GPU memory; take .cpu() first")
@@ -131,7 +143,7 @@ class Tensor:
                 f"on {self.device}>")
 
 
-class Batch:
+class Batch(_Arithmetic):
     """A batch of samples of one dtype and rank (shapes may differ).
 
     ``len(b)``; ``b.tensors[i]`` is sample i (a Tensor); ``b.dtype``,

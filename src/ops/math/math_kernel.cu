@@ -1,0 +1,89 @@
+/* The CUDA side of the element-wise kernel (math_kernel.h): one thread per
+ * output element, the same per-element function as the CPU (math_scalar.h). */
+#ifndef LADLE_HAVE_CUDA
+#define LADLE_HAVE_CUDA 1
+#endif
+
+#include "ops/kernels/gpu_kernels.h"
+#include "ops/math/math_kernel.h"
+#include "ops/math/math_scalar.h"
+
+#include <string.h>
+
+extern "C" {
+#include "core/error.h"
+}
+#include "cuda/runtime.h"
+
+namespace {
+
+struct math_params {
+  ladle__math_expr e;
+  ladle__math_sample s[1]; /* n of them */
+};
+
+size_t param_bytes(int n) {
+  size_t b = offsetof(math_params, s) + (size_t)(n > 0 ? n : 0) * sizeof(ladle__math_sample);
+  return (b + 15) & ~(size_t)15;
+}
+
+/* grid (blocks, samples), block 256: a grid-stride loop over each sample. */
+__global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict__ p) {
+  const ladle__math_expr &e = p->e;
+  const ladle__math_sample *sp = &p->s[blockIdx.y];
+  const void *in[LADLE_MATH_MAX_OPERANDS];
+  for (int k = 0; k < e.arity; k++) in[k] = e.is_constant[k] ? (const void *)&e.constant[k] : sp->in[k];
+  const int nd = sp->ndim;
+  int64_t count = 1;
+  for (int d = 0; d < nd; d++) count *= sp->shape[d];
+  const int64_t stride = (int64_t)gridDim.x * blockDim.x;
+  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    int64_t off[LADLE_MATH_MAX_OPERANDS] = {0, 0, 0}, rest = i;
+    if (nd == 1) { /* the common case after collapsing: no 64-bit divisions */
+      for (int k = 0; k < e.arity; k++) off[k] = e.is_constant[k] ? 0 : i * sp->strides[k][0];
+      rest = 0;
+    }
+    for (int d = nd == 1 ? -1 : nd - 1; d >= 0; d--) {
+      const int64_t q = rest / sp->shape[d], r = rest - q * sp->shape[d];
+      for (int k = 0; k < e.arity; k++) off[k] += e.is_constant[k] ? 0 : r * sp->strides[k][d];
+      rest = q;
+    }
+    ladle__math_element(e.op, e.cls, e.arity, sp->out, i, e.out_dtype, in, e.in_dtype, off);
+  }
+}
+
+}  // namespace
+
+extern "C" size_t ladle__gpu_math_param_bytes(int n) { return param_bytes(n); }
+
+extern "C" ladle_status ladle__gpu_math(const ladle__math_expr *e, const ladle__math_sample *d, int n,
+                                        void *host_params, void *dev_params, size_t bytes, void *stream) {
+  ladle_status st = LADLE_OK;
+  cudaStream_t s = ladle__cuda_stream(stream);
+  math_params *hp = (math_params *)host_params;
+  int64_t largest = 1;
+  LADLE_CUDA_ENTER();
+  LADLE_CHECK(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && e && d && host_params && dev_params &&
+                  !((uintptr_t)host_params & 15) && !((uintptr_t)dev_params & 15) && bytes >= param_bytes(n),
+              LADLE_ERROR_INVALID_ARGUMENT, "bad batch (n = %d), or parameter buffers too small or unaligned", n);
+  LADLE_CHECK(e->arity >= 1 && e->arity <= LADLE_MATH_MAX_OPERANDS && e->op >= 0 && e->op < LADLE_MATH_OP_COUNT,
+              LADLE_ERROR_INVALID_ARGUMENT, "bad operation %d with %d operands", e->op, e->arity);
+  hp->e = *e;
+  for (int i = 0; i < n; i++) {
+    LADLE_CHECK(d[i].ndim >= 0 && d[i].ndim <= LADLE_MAX_NDIM && d[i].out, LADLE_ERROR_INVALID_ARGUMENT,
+                "sample %d: bad descriptor", i);
+    hp->s[i] = d[i];
+    int64_t c = ladle__math_count(&d[i]);
+    if (c > largest) largest = c;
+  }
+  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, param_bytes(n), cudaMemcpyHostToDevice, s));
+  (void)cudaGetLastError(); /* a stale error from elsewhere must not be blamed on the launch */
+  {
+    int64_t blocks = (largest + 255) / 256;
+    dim3 grid((unsigned)(blocks < 4096 ? blocks : 4096), (unsigned)n);
+    math_kernel<<<grid, 256, 0, s>>>((const math_params *)dev_params);
+  }
+  LADLE_CUDA_CHECK_LAUNCH(math_kernel);
+done:
+  return st;
+}

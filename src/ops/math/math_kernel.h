@@ -1,0 +1,84 @@
+/* The element-wise kernel behind math.arithmetic and _tensor_subscript: an
+ * operation (math_scalar.h) on up to three strided operands, written to a
+ * packed output. A stride of 0 broadcasts an operand along a dimension
+ * (a scalar has all strides 0); a subscript is the copy ("plus") of one
+ * operand read with an offset and arbitrary (also negative) strides.
+ *
+ * Toward fused chains (x * 0.5 + 1 in one pass): every operand already
+ * carries its own strides relative to the output, and the per-element
+ * functions take values, not memory. A chain becomes one expression by
+ * turning `op` into a short program (steps of op, class and operand refs:
+ * a leaf operand or an earlier step's register) that ladle__math_element
+ * runs per element in registers, one load per leaf and one store in all;
+ * the planner would merge math.arithmetic nodes whose intermediate outputs
+ * have one reader, composing their leaves' strides. */
+#ifndef LADLE_OPS_MATH_MATH_KERNEL_H
+#define LADLE_OPS_MATH_MATH_KERNEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladle/ladle.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LADLE_MATH_MAX_OPERANDS 3
+
+/* The operation of a whole batch. */
+typedef struct ladle__math_expr {
+  int op;                                  /* ladle__math_op */
+  int cls;                                 /* ladle__math_class the operation is computed in */
+  int arity;                               /* operands read (1..3) */
+  int in_dtype[LADLE_MATH_MAX_OPERANDS];
+  int out_dtype;
+  /* Operand k is the constant whose bits (one element of in_dtype[k]) lie in
+   * constant[k] where is_constant[k]; its in pointer and strides are then
+   * not read. */
+  int is_constant[LADLE_MATH_MAX_OPERANDS];
+  int64_t constant[LADLE_MATH_MAX_OPERANDS];
+} ladle__math_expr;
+
+/* One sample: output element (i_0, ..., i_{ndim-1}) of the packed output of
+ * `shape` reads operand k at in[k] + sum_d i_d * strides[k][d] (elements). */
+typedef struct ladle__math_sample {
+  void *out;
+  const void *in[LADLE_MATH_MAX_OPERANDS];
+  int ndim; /* 0..LADLE_MAX_NDIM */
+  int64_t shape[LADLE_MAX_NDIM];
+  int64_t strides[LADLE_MATH_MAX_OPERANDS][LADLE_MAX_NDIM];
+} ladle__math_sample;
+
+/* Elements of the sample's output. */
+int64_t ladle__math_count(const ladle__math_sample *s);
+
+/* Merges dimensions that every operand walks the same way (contiguous after
+ * each other, or broadcast), drops dimensions of extent 1: equal shapes
+ * become one dimension, a scalar against a tensor too. Same result, fewer
+ * index computations. */
+void ladle__math_collapse(ladle__math_sample *s, int arity);
+
+/* The CPU kernel. Integer division or modulo by zero: returns 1 (the
+ * output is then incomplete), else 0. */
+int ladle__math_run(const ladle__math_expr *e, const ladle__math_sample *s);
+
+#ifdef LADLE_HAVE_CUDA
+/* The CUDA kernel on n samples (gpu_kernels.h's launcher rules: descriptors
+ * in host memory with device pointers, parameters packed into host_params and
+ * copied to dev_params on `stream`, both of ladle__gpu_math_param_bytes(n)
+ * bytes). Results equal ladle__math_run's bit for bit, except (a) integer
+ * division or modulo by zero, which gives 0 here, and (b) the transcendental
+ * float functions (exp, log*, pow, trig, hyperbolic, cbrt, atan2), where
+ * CUDA's functions differ from libm's by a few ulps (CUDA documents at most 4
+ * ulps for these; libm at most 1-2). */
+size_t ladle__gpu_math_param_bytes(int n);
+ladle_status ladle__gpu_math(const ladle__math_expr *e, const ladle__math_sample *d, int n, void *host_params,
+                             void *dev_params, size_t param_bytes, void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

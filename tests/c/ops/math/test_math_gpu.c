@@ -1,0 +1,206 @@
+/* math.arithmetic's CUDA kernel against its CPU kernel on random inputs:
+ * every operation, every element type, broadcast and strided operands.
+ * Exits 77 (ctest's SKIP) without CUDA or a device.
+ *
+ * Agreement asserted: bit-identical for every integer result and for the
+ * correctly rounded float operations (+ - * / // % min max clamp, comparisons,
+ * abs, floor, ceil, sqrt, rsqrt = 1/sqrt); at most 8 ulps (float32; float16:
+ * 1 ulp after rounding) for exp, log*, pow, cbrt, atan2, trig and hyperbolic
+ * functions, where CUDA's maths library (documented: <= 4 ulps) and glibc's
+ * (<= 1-2 ulps) round differently. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef LADLE_HAVE_CUDA
+
+int main(void) {
+  printf("skipped: built without CUDA\n");
+  return 77;
+}
+
+#else
+
+#include <cuda_runtime_api.h>
+
+#include "core/rng.h"
+#include "cuda/runtime.h"
+#include "ops/kernels/half.h"
+#include "ops/math/math_kernel.h"
+#include "ops/math/math_scalar.h"
+#include "test.h"
+
+static ladle__rng rng;
+
+static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
+
+#define RULES(e, name, arity, rule) #rule,
+static const char *const rules[] = {LADLE_MATH_OPS(RULES)};
+#define ARITIES(e, name, arity, rule) arity,
+static const int arities[] = {LADLE_MATH_OPS(ARITIES)};
+
+static const int types[] = {LADLE_UINT8, LADLE_INT32, LADLE_INT64, LADLE_FLOAT16, LADLE_FLOAT32};
+
+static int exact_op(int op) {
+  return op <= LADLE_MATH_MOD || (op >= LADLE_MATH_MIN && op <= LADLE_MATH_MAX) || op == LADLE_MATH_CLAMP ||
+         (op >= LADLE_MATH_EQ && op <= LADLE_MATH_ABS) || op == LADLE_MATH_FABS || op == LADLE_MATH_FLOOR ||
+         op == LADLE_MATH_CEIL || op == LADLE_MATH_SQRT || op == LADLE_MATH_RSQRT;
+}
+
+/* Random element values: small integers (so pow and shifts stay in range of
+ * interest, and divisors are nonzero), floats in [-4, 4]. */
+static void fill(void *p, int t, int64_t n, int nonzero) {
+  for (int64_t i = 0; i < n; i++) {
+    int64_t v = rnd_int(-20, 20);
+    if (nonzero && v == 0) v = 3;
+    float f = (float)ladle__rng_uniform(&rng) * 8.0f - 4.0f;
+    switch (t) {
+      case LADLE_UINT8: ((uint8_t *)p)[i] = (uint8_t)(nonzero ? rnd_int(1, 255) : rnd_int(0, 255)); break;
+      case LADLE_INT32: ((int32_t *)p)[i] = (int32_t)v; break;
+      case LADLE_INT64: ((int64_t *)p)[i] = v; break;
+      case LADLE_FLOAT16: ((uint16_t *)p)[i] = ladle__f32_to_f16(f); break;
+      default: ((float *)p)[i] = f; break;
+    }
+  }
+}
+
+static int64_t ulps(float a, float b) {
+  if (a != a && b != b) return 0;
+  if (a == b) return 0;
+  int32_t x = (int32_t)ladle__f32_bits(a), y = (int32_t)ladle__f32_bits(b);
+  if (x < 0) x = INT32_MIN - x;
+  if (y < 0) y = INT32_MIN - y;
+  return x > y ? (int64_t)x - y : (int64_t)y - x;
+}
+
+/* One batch of 3 samples: operand 0 [h, w], operand 1 [1, w] (broadcast
+ * rows) or a constant, operand 2 [h, 1]; the same on both kernels. */
+static void test_op_type(int op, int type) {
+  enum { N = 3, H = 7, W = 33 };
+  const int arity = arities[op];
+  const char *rule = rules[op];
+  if (!strcmp(rule, "INT") && (type == LADLE_FLOAT16 || type == LADLE_FLOAT32)) return;
+  int cls = type == LADLE_INT64 ? LADLE_MATH_I64 : type == LADLE_FLOAT16 || type == LADLE_FLOAT32 ? LADLE_MATH_F32
+                                                                                                  : LADLE_MATH_I32;
+  int out_type = type;
+  if (!strcmp(rule, "FLOAT") && cls != LADLE_MATH_F32) cls = LADLE_MATH_F32, out_type = LADLE_FLOAT32;
+  if (!strcmp(rule, "CMP")) out_type = LADLE_UINT8;
+  ladle__math_expr e = {.op = op, .cls = cls, .arity = arity, .out_dtype = out_type};
+  size_t es = ladle_dtype_size((ladle_dtype)type), os = ladle_dtype_size((ladle_dtype)out_type);
+  int64_t in_elems[3] = {H * W, W, H};
+  void *host_in[N][3], *dev_in[N][3], *dev_out[N], *cpu_out[N], *gpu_out[N];
+  ladle__math_sample cpu[N], gpu[N];
+  int constant = rnd_int(0, 1) && arity >= 2;
+  for (int k = 0; k < arity; k++) e.in_dtype[k] = type;
+  if (constant) {
+    e.is_constant[1] = 1;
+    fill(&e.constant[1], type, 1, 1);
+  }
+  for (int i = 0; i < N; i++) {
+    memset(&cpu[i], 0, sizeof cpu[i]);
+    cpu[i].ndim = 2;
+    cpu[i].shape[0] = H;
+    cpu[i].shape[1] = W;
+    int64_t strides[3][2] = {{W, 1}, {0, 1}, {1, 0}};
+    for (int k = 0; k < arity; k++) {
+      host_in[i][k] = malloc(in_elems[k] * es);
+      fill(host_in[i][k], type, in_elems[k], k == 1);
+      CHECK(cudaMalloc(&dev_in[i][k], in_elems[k] * es) == cudaSuccess);
+      CHECK(cudaMemcpy(dev_in[i][k], host_in[i][k], in_elems[k] * es, cudaMemcpyHostToDevice) == cudaSuccess);
+      cpu[i].in[k] = host_in[i][k];
+      if (!e.is_constant[k]) memcpy(cpu[i].strides[k], strides[k], sizeof strides[k]);
+    }
+    cpu_out[i] = malloc(H * W * os);
+    gpu_out[i] = malloc(H * W * os);
+    CHECK(cudaMalloc(&dev_out[i], H * W * os) == cudaSuccess);
+    cpu[i].out = cpu_out[i];
+    gpu[i] = cpu[i];
+    gpu[i].out = dev_out[i];
+    for (int k = 0; k < arity; k++) gpu[i].in[k] = dev_in[i][k];
+    ladle__math_collapse(&cpu[i], arity);
+    ladle__math_collapse(&gpu[i], arity);
+    CHECK(ladle__math_run(&e, &cpu[i]) == 0);
+  }
+  size_t bytes = ladle__gpu_math_param_bytes(N);
+  void *hp = NULL, *dp = NULL;
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess);
+  CHECK(cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK_OK(ladle__gpu_math(&e, gpu, N, hp, dp, bytes, NULL));
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  int64_t worst = 0, mismatches = 0;
+  for (int i = 0; i < N; i++) {
+    CHECK(cudaMemcpy(gpu_out[i], dev_out[i], H * W * os, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int64_t j = 0; j < H * W; j++) {
+      if (out_type == LADLE_FLOAT32 || out_type == LADLE_FLOAT16) {
+        float a = ladle__math_load_f32(cpu_out[i], j, out_type), b = ladle__math_load_f32(gpu_out[i], j, out_type);
+        int64_t u = ulps(a, b);
+        if (u > worst) worst = u;
+      } else if (memcmp((char *)cpu_out[i] + j * os, (char *)gpu_out[i] + j * os, os)) {
+        mismatches++;
+      }
+    }
+    for (int k = 0; k < arity; k++) {
+      free(host_in[i][k]);
+      cudaFree(dev_in[i][k]);
+    }
+    free(cpu_out[i]);
+    free(gpu_out[i]);
+    cudaFree(dev_out[i]);
+  }
+  cudaFreeHost(hp);
+  cudaFree(dp);
+  /* float16 results are compared as floats: 1 ulp of a half is 8192 float ulps. */
+  int64_t limit = exact_op(op) ? 0 : out_type == LADLE_FLOAT16 ? 8192 : 8;
+  if (worst > limit || mismatches)
+    fprintf(stderr, "op %d type %d: worst %lld ulps, %lld integer mismatches\n", op, type, (long long)worst,
+            (long long)mismatches);
+  CHECK(worst <= limit);
+  CHECK(mismatches == 0);
+}
+
+static void test_every_op_and_type(void) {
+  ladle__rng_init(&rng, 99, 1, 0, 0);
+  for (int op = 0; op < LADLE_MATH_OP_COUNT; op++)
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) test_op_type(op, types[t]);
+}
+
+/* A subscript's read: the copy of a [5, 6, 4] int64 input at an offset,
+ * with a negative and a step-2 stride (x[4:0:-1, ::2, 1]). */
+static void test_strided_copy(void) {
+  enum { D0 = 5, D1 = 6, D2 = 4, N = D0 * D1 * D2 };
+  ladle__rng_init(&rng, 99, 2, 0, 0);
+  int64_t in[N], cpu_out[4 * 3], gpu_out[4 * 3];
+  fill(in, LADLE_INT64, N, 0);
+  ladle__math_expr e = {.op = LADLE_MATH_PLUS, .cls = LADLE_MATH_I64, .arity = 1, .in_dtype = {LADLE_INT64},
+                        .out_dtype = LADLE_INT64};
+  ladle__math_sample s = {.ndim = 2, .shape = {4, 3}, .strides = {{-D1 * D2, 2 * D2}}};
+  s.in[0] = in + 4 * D1 * D2 + 1;
+  s.out = cpu_out;
+  CHECK(ladle__math_run(&e, &s) == 0);
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < 3; j++) CHECK(cpu_out[i * 3 + j] == in[(4 - i) * D1 * D2 + 2 * j * D2 + 1]);
+  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
+  size_t bytes = ladle__gpu_math_param_bytes(1);
+  CHECK(cudaMalloc(&din, sizeof in) == cudaSuccess && cudaMalloc(&dout, sizeof gpu_out) == cudaSuccess);
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK(cudaMemcpy(din, in, sizeof in, cudaMemcpyHostToDevice) == cudaSuccess);
+  s.in[0] = (int64_t *)din + 4 * D1 * D2 + 1;
+  s.out = dout;
+  CHECK_OK(ladle__gpu_math(&e, &s, 1, hp, dp, bytes, NULL));
+  CHECK(cudaMemcpy(gpu_out, dout, sizeof gpu_out, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(memcmp(cpu_out, gpu_out, sizeof gpu_out) == 0);
+  cudaFree(din);
+  cudaFree(dout);
+  cudaFreeHost(hp);
+  cudaFree(dp);
+}
+
+int main(void) {
+  if (ladle__cuda_device_count() == 0) return 77;
+  RUN(test_every_op_and_type);
+  RUN(test_strided_copy);
+  TEST_MAIN_END();
+}
+
+#endif
