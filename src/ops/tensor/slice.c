@@ -54,6 +54,7 @@ static ladle_status slice_init(ladle__node *n) {
   ladle_status st = ladle__tensor_axes(n, NULL, by_names ? -1 : SL_AXES, by_names ? SL_AXIS_NAMES : -1, ndim, layout, 1,
                                        axes, &count);
   if (st != LADLE_OK) return st;
+  if (count < 0) count = 0;
   if (n->num_inputs == 2)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give both inputs anchor and shape, or neither");
   for (int k = 1; k < n->num_inputs; k++)

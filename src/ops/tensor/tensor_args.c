@@ -51,7 +51,8 @@ int ladle__tensor_list(const ladle__node *n, const ladle__sample *s, int arg, do
 ladle_status ladle__tensor_axes(const ladle__node *n, const ladle__sample *s, int axes_arg, int names_arg, int ndim,
                                 const char *layout, int allow_negative, int *axes, int *count) {
   const ladle_arg_schema *args = n->def->schema.args;
-  const char *names = names_arg >= 0 && ladle__arg_given(n, names_arg) ? ladle__arg_string(n, names_arg) : NULL;
+  const char *names = names_arg >= 0 ? ladle__arg_string(n, names_arg) : NULL;
+  if (names && !names[0]) names = NULL;
   *count = -1;
   if (names) {
     if (axes_arg >= 0 && ladle__arg_given(n, axes_arg))

@@ -35,6 +35,7 @@ void ladle__strided_copy(const ladle__strided_desc *d) {
   /* The inside range [lo, hi) of the innermost dimension. */
   int64_t lo = -d->in_start[last], hi = d->in_shape[last] - d->in_start[last];
   if (lo < 0) lo = 0;
+  if (lo > n) lo = n;
   if (hi > n) hi = n;
   if (hi < lo) hi = lo;
   int64_t idx[LADLE_MAX_NDIM] = {0};

@@ -97,8 +97,8 @@ static ladle_status reshape_init(ladle__node *n) {
       }
       out->layout[d] = n->in[0].layout[src];
     }
-  } else if (ndim != n->in[0].ndim) {
-    out->layout[0] = 0;
+  } else if (ndim == n->in[0].ndim) {
+    memcpy(out->layout, n->in[0].layout, sizeof out->layout);
   }
   return LADLE_OK;
 }
