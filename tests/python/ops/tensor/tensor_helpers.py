@@ -25,7 +25,7 @@ def run_lib(lib, graph, feeds, batch_size, device="cpu", layouts=None):
         for name, batch in feeds.items():
             first = np.asarray(batch[0])
             node = lib_fn.external_source(name=name, dtype=_to_types(lib_types, first.dtype), ndim=first.ndim,
-                                          layout=layouts.get(name) or None)
+                                          layout=layouts.get(name, ""))
             nodes[name] = node.gpu() if device == "gpu" and not name.startswith("host_") else node
         outs = graph(lib_fn, lib_types, **nodes)
         outs = outs if isinstance(outs, (tuple, list)) else (outs,)
@@ -55,3 +55,24 @@ def ragged(rng, dtype, shapes):
             info = np.iinfo(dtype)
             out.append(rng.integers(max(info.min, -1000), min(info.max, 1000), size=s, endpoint=True).astype(dtype))
     return out
+
+
+def assert_same(got, want):
+    """Outputs of run_lib equal: samples (values, shapes, dtypes) and layouts."""
+    assert len(got) == len(want)
+    for (g_samples, g_layout), (w_samples, w_layout) in zip(got, want):
+        assert g_layout == w_layout
+        assert len(g_samples) == len(w_samples)
+        for g, w in zip(g_samples, w_samples):
+            assert g.dtype == w.dtype and g.shape == w.shape
+            np.testing.assert_array_equal(g, w)
+
+
+def check_error(graph, feeds, layouts, *words):
+    """Building or running the graph fails with a message naming all `words`."""
+    import pytest
+
+    with pytest.raises(ladle.Error) as info:
+        run_lib("ladle", graph, feeds, len(next(iter(feeds.values()))), layouts=layouts)
+    for w in words:
+        assert w in str(info.value), (w, str(info.value))
