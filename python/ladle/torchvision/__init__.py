@@ -18,7 +18,7 @@ whole list; calling one alone raises StateError). The functional API,
 ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
-Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
+Transforms: Compose, Resize, CenterCrop, Pad, RandomResizedCrop,
 RandomHorizontalFlip, RandomVerticalFlip, Normalize, ToDtype, PILToTensor,
 ToPureTensor; InterpolationMode.
 
@@ -68,6 +68,7 @@ from ._transforms import (
     CenterCrop,
     Compose,
     Normalize,
+    Pad,
     PILToTensor,
     RandomHorizontalFlip,
     RandomResizedCrop,
@@ -84,6 +85,7 @@ __all__ = [
     "Compose",
     "InterpolationMode",
     "Normalize",
+    "Pad",
     "PILToTensor",
     "RandomHorizontalFlip",
     "RandomResizedCrop",

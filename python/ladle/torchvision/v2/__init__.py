@@ -6,6 +6,7 @@ from .._transforms import (
     CenterCrop,
     Compose,
     Normalize,
+    Pad,
     PILToTensor,
     RandomHorizontalFlip,
     RandomResizedCrop,
@@ -18,5 +19,5 @@ from .._transforms import (
 from .._io import InterpolationMode
 from . import functional
 
-__all__ = ["CenterCrop", "Compose", "InterpolationMode", "Normalize", "PILToTensor", "RandomHorizontalFlip",
+__all__ = ["CenterCrop", "Compose", "InterpolationMode", "Normalize", "Pad", "PILToTensor", "RandomHorizontalFlip",
            "RandomResizedCrop", "RandomVerticalFlip", "Resize", "ToDtype", "ToPureTensor", "Transform", "functional"]
