@@ -37,11 +37,6 @@ static ladle_status same_inputs(ladle__node *n) {
   return LADLE_OK;
 }
 
-static ladle_status same_shape_setup(ladle__node *n, ladle__sample *s) {
-  ladle__set_shape(n, s, 0, ladle__input(n, s, 0).shape);
-  return LADLE_OK;
-}
-
 static ladle_status same_desc_init(ladle__node *n) {
   n->out[0] = n->in[0];
   return LADLE_OK;
@@ -66,7 +61,7 @@ const ladle__op_def ladle__op_copy = {
     .schema = {.name = "copy", .doc = "Copies the input (a new buffer with the same contents).",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU},
     .init = same_desc_init,
-    .setup = same_shape_setup,
+    .setup = ladle__tensor_same_shape_setup,
     .run = copy_run,
     .run_batch = IF_CUDA(copy_run_batch),
 };

@@ -205,11 +205,6 @@ static ladle_status lookup_init(ladle__node *n) {
   return LADLE_OK;
 }
 
-static ladle_status lookup_setup(ladle__node *n, ladle__sample *s) {
-  ladle__set_shape(n, s, 0, ladle__input(n, s, 0).shape);
-  return LADLE_OK;
-}
-
 static ladle__lookup_desc lookup_desc(const ladle__node *n, int slot) {
   ladle__lookup_desc d = {ladle_batch_data(n->out_batches[0], slot), ladle_batch_data(n->in_batches[0], slot),
                           ladle__batch_sample_elems(n->in_batches[0], slot)};
@@ -246,7 +241,7 @@ const ladle__op_def ladle__op_lookup_table = {
                .num_args = 4, .args = lookup_args},
     .init = lookup_init,
     .fini = encode_fini,
-    .setup = lookup_setup,
+    .setup = ladle__tensor_same_shape_setup,
     .run = lookup_run,
     .run_batch = IF_CUDA(lookup_run_batch),
 };

@@ -105,6 +105,11 @@ void ladle__strided_dense(ladle__strided_desc *d, void *out, const void *in, int
   ladle__dense_strides(d->in_stride, in_shape, ndim);
 }
 
+ladle_status ladle__tensor_same_shape_setup(ladle__node *n, ladle__sample *s) {
+  ladle__set_shape(n, s, 0, ladle__input(n, s, 0).shape);
+  return LADLE_OK;
+}
+
 void ladle__tensor_value(void *out, ladle_dtype dtype, double value) {
   float f = (float)value;
   memset(out, 0, 8);

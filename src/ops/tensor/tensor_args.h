@@ -33,6 +33,9 @@ ladle_status ladle__strided_run_batch(ladle__node *n, ladle__gpu *g, ladle__stri
 void ladle__strided_dense(ladle__strided_desc *d, void *out, const void *in, int ndim, int elem_size,
                           const int64_t *shape, const int64_t *in_shape, const int64_t *in_start);
 
+/* A setup whose output 0 has input 0's shape. */
+ladle_status ladle__tensor_same_shape_setup(ladle__node *n, ladle__sample *s);
+
 /* `value` converted to `dtype` (saturating, as cast does) into 8 bytes. */
 void ladle__tensor_value(void *out, ladle_dtype dtype, double value);
 

@@ -8,13 +8,6 @@
 
 #include "ops/tensor/tensor_args.h"
 
-/* A view's setup has nothing to compute per sample beyond its shape; the
- * operators without shape arguments reuse the input's. */
-static ladle_status same_shape_setup(ladle__node *n, ladle__sample *s) {
-  ladle__set_shape(n, s, 0, ladle__input(n, s, 0).shape);
-  return LADLE_OK;
-}
-
 static void shape_text(char *buf, size_t size, const int64_t *shape, int ndim) {
   size_t at = (size_t)snprintf(buf, size, "(");
   for (int d = 0; d < ndim && at < size; d++) at += (size_t)snprintf(buf + at, size - at, d ? ", %lld" : "%lld", (long long)shape[d]);
@@ -389,6 +382,6 @@ const ladle__op_def ladle__op_per_frame = {
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
                .num_args = 1, .args = per_frame_args},
     .init = per_frame_init,
-    .setup = same_shape_setup,
+    .setup = ladle__tensor_same_shape_setup,
     .views_input = 1,
 };

@@ -164,14 +164,18 @@ def test_copies_match_dali(case):
     assert_same(got, want)
 
 
+# slice with anchor and shape as inputs (in elements), read on the host
+SLICE_INPUT_FEEDS = {"x": A, "host_a": [np.array([1, 1], np.int32), np.array([0, 1], np.int32)],
+                     "host_s": [np.array([2, 2], np.int32), np.array([3, 1], np.int32)]}
+
+
+def slice_by_inputs(fn, t, x, host_a, host_s):
+    return fn.slice(x, host_a, host_s, normalized_anchor=False, normalized_shape=False)
+
+
 def test_slice_inputs_match_dali():
-    anchors = [np.array([1, 1], np.int32), np.array([0, 1], np.int32)]
-    shapes = [np.array([2, 2], np.int32), np.array([3, 1], np.int32)]
-    graph = lambda fn, t, x, host_a, host_s: fn.slice(x, host_a, host_s, normalized_anchor=False,  # noqa: E731
-                                                      normalized_shape=False)
-    feeds = {"x": A, "host_a": anchors, "host_s": shapes}
-    assert_same(run_lib("ladle", graph, feeds, 2, layouts={"x": "HWC"}),
-                run_lib("dali", graph, feeds, 2, layouts={"x": "HWC"}))
+    assert_same(run_lib("ladle", slice_by_inputs, SLICE_INPUT_FEEDS, 2, layouts={"x": "HWC"}),
+                run_lib("dali", slice_by_inputs, SLICE_INPUT_FEEDS, 2, layouts={"x": "HWC"}))
 
 
 @pytest.mark.gpu
@@ -185,13 +189,8 @@ def test_copies_gpu_equal_cpu(case, dtype):
 
 @pytest.mark.gpu
 def test_slice_inputs_on_the_host_with_gpu_data():
-    anchors = [np.array([1, 1], np.int32), np.array([0, 1], np.int32)]
-    shapes = [np.array([2, 2], np.int32), np.array([3, 1], np.int32)]
-    graph = lambda fn, t, x, host_a, host_s: fn.slice(x, host_a, host_s, normalized_anchor=False,  # noqa: E731
-                                                      normalized_shape=False)
-    feeds = {"x": A, "host_a": anchors, "host_s": shapes}
-    assert_same(run_lib("ladle", graph, feeds, 2, device="gpu", layouts={"x": "HWC"}),
-                run_lib("ladle", graph, feeds, 2, layouts={"x": "HWC"}))
+    assert_same(run_lib("ladle", slice_by_inputs, SLICE_INPUT_FEEDS, 2, device="gpu", layouts={"x": "HWC"}),
+                run_lib("ladle", slice_by_inputs, SLICE_INPUT_FEEDS, 2, layouts={"x": "HWC"}))
 
 
 def test_copies_bad_arguments():
