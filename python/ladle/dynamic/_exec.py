@@ -255,8 +255,9 @@ def _tensor_of(x):
     return tensor(x)
 
 
-def _arg_batch(value, public, key):
-    """A per-sample argument as a CPU Batch of scalars (int32 or float32)."""
+def _arg_batch(value, public, key, rank=0):
+    """A per-sample argument as a CPU Batch of scalars (int32 or float32);
+    rank 1: of lists (list arguments)."""
     if isinstance(value, Tensor):
         value = value._as_batch()
     if isinstance(value, (Batch, TensorList)):
@@ -265,9 +266,13 @@ def _arg_batch(value, public, key):
             b = batch([np.asarray(t).astype(np.float32) for t in b.tensors])
         return b
     arrays = [_host_array(v) for v in value]
-    if any(a.size != 1 for a in arrays):
+    if rank == 1:
+        if any(a.ndim != 1 for a in arrays):
+            raise _ladle.InvalidArgumentError(f"{public}: argument {key!r}: per-sample values must be lists")
+    elif any(a.size != 1 for a in arrays):
         raise _ladle.InvalidArgumentError(f"{public}: argument {key!r}: per-sample values must be scalars")
-    arrays = [a.reshape(()) for a in arrays]
+    else:
+        arrays = [a.reshape(()) for a in arrays]
     if all(a.dtype.kind in "iub" for a in arrays):
         arrays = [a.astype(np.int32) for a in arrays]
     else:
@@ -339,14 +344,16 @@ def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=N
         spec = specs[key]
         if value is None:
             continue
+        # A list argument's constant is itself a list: per-sample values are then one list per sample.
+        constant_rank = 1 if spec["type"].startswith("list") else 0
         is_data = isinstance(value, (Batch, Tensor, TensorList)) or (
             spec["per_sample"] and (isinstance(value, (list, tuple, np.ndarray)) or _is_torch(value))
-            and np.ndim(_host_array(value) if _is_torch(value) else value) > 0)
+            and np.ndim(_host_array(value) if _is_torch(value) else value) > constant_rank)
         if is_data:
             if not spec["per_sample"]:
                 raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} must be a constant; "
                                                   "it cannot be a Batch (per-sample values)")
-            per_sample[key] = _arg_batch(value, public, key)
+            per_sample[key] = _arg_batch(value, public, key, constant_rank)
         else:
             if _is_torch(value):
                 value = _host_array(value)

@@ -161,3 +161,16 @@ def test_view_bad_arguments():
     check_error(lambda fn, t, x: fn.expand_dims(x, axes=[0], new_axis_names="AB"), x, hwc, "expand_dims",
                 "new_axis_names")
     check_error(lambda fn, t, x: fn.per_frame(x), x, hwc, "per_frame", "replace")
+
+
+def test_dynamic_mode_list_arguments():
+    """ladle.dynamic: a flat list is a list argument's constant; a list of
+    lists gives one list per sample."""
+    import ladle.dynamic as ldd
+
+    b = ldd.batch([np.arange(6, dtype=np.int32), np.arange(12, dtype=np.int32)])
+    out = ldd.reshape(b, shape=[-1, 2])
+    assert [np.asarray(t).shape for t in out.tensors] == [(3, 2), (6, 2)]
+    out = ldd.reshape(b, shape=[[2, 3], [3, 4]], layout="AB")
+    assert [np.asarray(t).shape for t in out.tensors] == [(2, 3), (3, 4)]
+    np.testing.assert_array_equal(np.asarray(out.tensors[1]), np.arange(12).reshape(3, 4))
