@@ -11,9 +11,6 @@
 
 #ifdef LADLE_HAVE_CUDA
 #include "cuda/runtime.h"
-#define IF_CUDA(f) f
-#else
-#define IF_CUDA(f) NULL
 #endif
 
 /* Every plan's output batch k, sample `slot`. */
@@ -135,7 +132,7 @@ const ladle__op_def ladle__op_transpose = {
     .init = transpose_init,
     .setup = transpose_setup,
     .run = transpose_run,
-    .run_batch = IF_CUDA(transpose_run_batch),
+    .run_batch = transpose_run_batch,
 };
 
 /* --- stack and cat ---------------------------------------------------------------- */
@@ -251,7 +248,7 @@ const ladle__op_def ladle__op_stack = {
     .fini = join_fini,
     .setup = stack_setup,
     .run = stack_run,
-    .run_batch = IF_CUDA(stack_run_batch),
+    .run_batch = stack_run_batch,
 };
 
 const ladle__op_def ladle__op_cat = {
@@ -263,7 +260,7 @@ const ladle__op_def ladle__op_cat = {
     .fini = join_fini,
     .setup = cat_setup,
     .run = cat_run,
-    .run_batch = IF_CUDA(cat_run_batch),
+    .run_batch = cat_run_batch,
 };
 
 /* --- pad ---------------------------------------------------------------------------- */
@@ -361,5 +358,5 @@ const ladle__op_def ladle__op_pad = {
     .fini = state_fini,
     .setup = pad_setup,
     .run = pad_run,
-    .run_batch = IF_CUDA(pad_run_batch),
+    .run_batch = pad_run_batch,
 };

@@ -5,12 +5,6 @@
 
 #include "ops/tensor/tensor_args.h"
 
-#ifdef LADLE_HAVE_CUDA
-#define IF_CUDA(f) f
-#else
-#define IF_CUDA(f) NULL
-#endif
-
 /* What both keep from init: the values in the output type. */
 typedef struct encode_state {
   uint8_t on[8], off[8];

@@ -6,12 +6,6 @@
 
 #include "ops/tensor/tensor_args.h"
 
-#ifdef LADLE_HAVE_CUDA
-#define IF_CUDA(f) f
-#else
-#define IF_CUDA(f) NULL
-#endif
-
 enum {
   SL_AXES, SL_AXIS_NAMES, SL_START, SL_REL_START, SL_END, SL_REL_END, SL_SHAPE, SL_REL_SHAPE,
   SL_NORM_ANCHOR, SL_NORM_SHAPE, SL_POLICY, SL_FILL
@@ -197,7 +191,7 @@ const ladle__op_def ladle__op_slice = {
     .fini = slice_fini,
     .setup = slice_setup,
     .run = slice_run,
-    .run_batch = IF_CUDA(slice_run_batch),
+    .run_batch = slice_run_batch,
     .host_inputs_from = 1,
 };
 
@@ -267,5 +261,5 @@ const ladle__op_def ladle__op_element_extract = {
     .init = element_extract_init,
     .setup = element_extract_setup,
     .run = element_extract_run,
-    .run_batch = IF_CUDA(element_extract_run_batch),
+    .run_batch = element_extract_run_batch,
 };

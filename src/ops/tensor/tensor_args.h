@@ -9,6 +9,15 @@
 
 #define LADLE_TENSOR_MAX_LIST 64
 
+/* An op_def's run_batch defined only where CUDA is compiled in (the strided
+ * ones always are: ladle__strided_run_batch fails cleanly without CUDA, and
+ * their GPU variant exists only with it). */
+#ifdef LADLE_HAVE_CUDA
+#define IF_CUDA(f) f
+#else
+#define IF_CUDA(f) NULL
+#endif
+
 /* The values of list argument `arg` for sample s (its node's sample when it
  * has one, else the constant): the count, or -1 when not given. Fails (count
  * -2, message set) when there are more than `max`. */
