@@ -131,12 +131,46 @@ ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool,
   return LADLE_OK;
 }
 
+/* A view's release: what consumed the view consumed its parent's memory. */
+static void release_view(void *ctx) {
+  ladle_batch *view = ctx, *parent = view->parent;
+  if (view->consumed) {
+    atomic_store(&parent->consumer_stream, atomic_load(&view->consumer_stream));
+    parent->consumed = 1;
+  }
+  ladle_batch_release(parent);
+}
+
+ladle_status ladle__batch_view(ladle__pool *meta_pool, ladle_batch *parent, ladle_dtype dtype, int ndim,
+                               const int64_t *shapes, const char *layout, ladle_batch **out) {
+  ladle_batch *b = NULL;
+  ladle_status st = new_header(meta_pool, dtype, parent->num_samples, ndim, shapes, 0, layout, &b);
+  if (st != LADLE_OK) return st;
+  for (int i = 0; i <= parent->num_samples; i++)
+    if (b->offsets[i] != parent->offsets[i]) {
+      free_header(b);
+      return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "a view of sample %d would change its size in bytes", i);
+    }
+  b->data = parent->data;
+  b->device = parent->device;
+  b->device_id = parent->device_id;
+  b->parent = parent;
+  b->release = release_view;
+  b->release_ctx = b;
+  ladle_batch_retain(parent);
+  *out = b;
+  return LADLE_OK;
+}
+
 void ladle_batch_retain(ladle_batch *b) { atomic_fetch_add(&b->refs, 1); }
 
 void ladle_batch_release(ladle_batch *b) {
   if (!b || atomic_fetch_sub(&b->refs, 1) != 1) return;
   ladle__pool *data_pool = b->data_pool;
-  if (!data_pool) { /* wrapped memory: its owner frees it */
+  if (!data_pool) { /* wrapped memory or a view: its owner frees it */
+#ifdef LADLE_HAVE_CUDA
+    ladle__cuda_event_destroy(b->ready_event);
+#endif
     if (b->release) b->release(b->release_ctx);
     free_header(b);
     return;

@@ -29,6 +29,7 @@ struct ladle_batch {
    * called instead when the last reference goes. */
   void (*release)(void *ctx);
   void *release_ctx;
+  ladle_batch *parent; /* a view's batch (ladle__batch_view), holding one reference; else NULL */
 };
 
 /* A batch with the given shapes (num_samples * ndim values), its data taken
@@ -37,6 +38,14 @@ struct ladle_batch {
 ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool, ladle_dtype dtype,
                                  int num_samples, int ndim, const int64_t *shapes,
                                  const char *layout, ladle_batch **out);
+
+/* A view of `parent`'s memory with other shapes, type or layout (reshape,
+ * squeeze...): every sample must keep its byte size, so the samples lie where
+ * they lay. The view holds a reference to `parent` and, when released, hands
+ * on the stream that consumed it, so that parent's device memory is reused
+ * only after that stream is done with it. The caller owns the one reference. */
+ladle_status ladle__batch_view(ladle__pool *meta_pool, ladle_batch *parent, ladle_dtype dtype, int ndim,
+                               const int64_t *shapes, const char *layout, ladle_batch **out);
 
 /* Elements in sample i. */
 int64_t ladle__batch_sample_elems(const ladle_batch *b, int i);

@@ -75,6 +75,14 @@ typedef struct ladle__op_def {
   /* GPU and mixed operators: queue the whole batch's work on the pipeline's
    * stream, after setup has run for every sample on the host. */
   ladle_status (*run_batch)(ladle__node *node, ladle__gpu *g);
+  /* 1: output 0 is input 0's memory seen with the dtype, shapes (setup) and
+   * layout (init) of output 0, every sample keeping its size in bytes
+   * (reshape, squeeze...): the executor makes a view (ladle__batch_view) and
+   * calls neither run nor run_batch. */
+  int views_input;
+  /* > 0: inputs from this index on are read on the host whatever the
+   * operator's device (slice's anchor and shape inputs, as in DALI). */
+  int host_inputs_from;
 } ladle__op_def;
 
 /* The devices an operator built into this library can run on: GPU variants

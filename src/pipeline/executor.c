@@ -225,15 +225,25 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       LADLE_TRY(check_output_size(p, n, k, shapes, batch));
       ladle_batch *b = NULL;
       ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
-      st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
-      if (st != LADLE_OK) {
-        ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
-        goto done;
+      if (n->def->views_input && k == 0) {
+        st = ladle__batch_view(p->host_pool, n->in_batches[0], n->out[0].dtype, ndim, shapes, n->out[0].layout, &b);
+        if (st != LADLE_OK) {
+          ladle__op_fail(n, st, "%s", ladle_last_error());
+          goto done;
+        }
+      } else {
+        st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
+        if (st != LADLE_OK) {
+          ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+          goto done;
+        }
+        if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
       }
-      if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
       p->value_batches[n->first_output + k] = n->out_batches[k] = b;
     }
-    if (n->device == LADLE_ON_CPU) {
+    if (n->def->views_input) {
+      /* the view is the output: nothing to run */
+    } else if (n->device == LADLE_ON_CPU) {
       ps.setup = 0;
       st = run_pass(&ps);
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;

@@ -464,8 +464,12 @@ static ladle_status check_placement(ladle_pipeline *p) {
     const char *op = n->def->schema.name;
     gpu |= n->device != LADLE_ON_CPU;
     for (int k = 0; k < n->num_inputs; k++) {
-      int want_gpu = n->device == LADLE_ON_GPU;
+      int host_input = n->def->host_inputs_from > 0 && k >= n->def->host_inputs_from;
+      int want_gpu = n->device == LADLE_ON_GPU && !host_input;
       if (on_gpu(p, n->inputs[k]) == want_gpu) continue;
+      if (host_input)
+        return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "%s: input %d is read on the host: it must come from a CPU operator",
+                          op, k);
       if (want_gpu)
         return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
                           "%s (device=\"gpu\"): input %d is in host memory: move it with .gpu(), or use "

@@ -278,9 +278,9 @@ def _ndim(value):
         return 2
 
 
-def _arg_batch(value, public, key, vectors=False):
-    """A per-sample argument as a CPU Batch of scalars (int32 or float32),
-    or of 1-D arrays for a list-typed argument (`vectors`)."""
+def _arg_batch(value, public, key, rank=0):
+    """A per-sample argument as a CPU Batch of scalars (int32 or float32);
+    rank 1: of flat lists (list arguments; a [2, 3] matrix counts as its 6 values)."""
     if isinstance(value, Tensor):
         value = value._as_batch()
     if isinstance(value, (Batch, TensorList)):
@@ -289,7 +289,7 @@ def _arg_batch(value, public, key, vectors=False):
             b = batch([np.asarray(t).astype(np.float32) for t in b.tensors])
         return b
     arrays = [_host_array(v) for v in value]
-    if vectors:
+    if rank == 1:
         arrays = [a.reshape(-1) for a in arrays]
     elif any(a.size != 1 for a in arrays):
         raise _ladle.InvalidArgumentError(f"{public}: argument {key!r}: per-sample values must be scalars")
@@ -366,17 +366,17 @@ def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=N
         spec = specs[key]
         if value is None:
             continue
-        # A list-typed argument (matrix=[...]) is a constant given as one flat
-        # list; per sample it is a list of lists (or an [N, k] array).
-        min_ndim = 2 if str(spec["type"]).startswith("list") else 1
+        # A list argument's constant is itself a list (matrix=[...]): per-sample
+        # values are then one list per sample (a list of lists, or an [N, k] array).
+        constant_rank = 1 if spec["type"].startswith("list") else 0
         is_data = isinstance(value, (Batch, Tensor, TensorList)) or (
             spec["per_sample"] and (isinstance(value, (list, tuple, np.ndarray)) or _is_torch(value))
-            and _ndim(value) >= min_ndim)
+            and _ndim(value) > constant_rank)
         if is_data:
             if not spec["per_sample"]:
                 raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} must be a constant; "
                                                   "it cannot be a Batch (per-sample values)")
-            per_sample[key] = _arg_batch(value, public, key, vectors=min_ndim == 2)
+            per_sample[key] = _arg_batch(value, public, key, constant_rank)
         else:
             if _is_torch(value):
                 value = _host_array(value)

@@ -18,14 +18,14 @@ whole list; calling one alone raises StateError). The functional API,
 ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
-Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
+Transforms: Compose, Resize, CenterCrop, Pad, RandomResizedCrop,
 RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
 ColorJitter, Grayscale, RandomGrayscale, GaussianBlur, RandomErasing,
 Normalize, ToDtype, PILToTensor, ToPureTensor; InterpolationMode.
 Functions (v2.functional): resize, center_crop, crop, resized_crop,
 horizontal_flip, vertical_flip, rotate, affine, adjust_brightness,
 adjust_contrast, adjust_saturation, adjust_hue, rgb_to_grayscale,
-gaussian_blur, erase, to_dtype, normalize.
+gaussian_blur, erase, pad, to_dtype, normalize.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -125,6 +125,7 @@ from ._transforms import (
     GaussianBlur,
     Grayscale,
     Normalize,
+    Pad,
     PILToTensor,
     RandomAffine,
     RandomErasing,
@@ -148,6 +149,7 @@ __all__ = [
     "Grayscale",
     "InterpolationMode",
     "Normalize",
+    "Pad",
     "PILToTensor",
     "RandomAffine",
     "RandomErasing",

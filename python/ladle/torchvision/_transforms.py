@@ -272,6 +272,66 @@ class RandomResizedCrop(Transform):
                                       antialias=self.antialias)
 
 
+def pad_sides(padding, who):
+    """torchvision's padding: an int (every side), (left/right, top/bottom) or
+    (left, top, right, bottom); returns (left, top, right, bottom)."""
+    if isinstance(padding, numbers.Number):
+        p = [int(padding)] * 4
+    else:
+        p = [int(v) for v in padding]
+        if len(p) == 1:
+            p = p * 4
+        elif len(p) == 2:
+            p = [p[0], p[1], p[0], p[1]]
+        elif len(p) != 4:
+            raise _ladle.InvalidArgumentError(
+                f"{who}: padding must be an int or a sequence of 1, 2 or 4 ints, got {padding!r}")
+    return tuple(p)
+
+
+def pad_fill(fill, padding_mode, who):
+    """The fill values of slice for torchvision's fill (constant mode only)."""
+    if padding_mode != "constant":
+        raise _ladle.UnsupportedError(f"{who}: padding_mode={padding_mode!r} is not supported (only 'constant')")
+    if fill is None:
+        return [0.0]
+    values = [float(fill)] if isinstance(fill, numbers.Number) else [float(v) for v in fill]
+    if not values:
+        raise _ladle.InvalidArgumentError(f"{who}: fill must be a number or one number per channel")
+    return values
+
+
+def padded_window(h, w, sides):
+    """slice's start and shape (H, W) of the padded image."""
+    left, top, right, bottom = sides
+    return [-top, -left], [h + top + bottom, w + left + right]
+
+
+class Pad(Transform):
+    """torchvision's Pad: ``padding`` an int, (left/right, top/bottom) or
+    (left, top, right, bottom) (negative values crop); ``fill`` a number or
+    one per channel; ``padding_mode`` "constant" only (edge, reflect and
+    symmetric are not implemented). Runs fn.slice with
+    out_of_bounds_policy="pad"."""
+
+    def __init__(self, padding, fill=0, padding_mode="constant", device=None):
+        super().__init__(device)
+        self.padding = padding
+        self.fill = fill
+        self.padding_mode = padding_mode
+        self._sides = pad_sides(padding, "Pad")
+        self._fill = pad_fill(fill, padding_mode, "Pad")
+
+    def out_shape(self, h, w):
+        return tuple(padded_window(h, w, self._sides)[1])
+
+    def build(self, node, ctx):
+        start = ctx.per_sample(lambda h, w: padded_window(h, w, self._sides)[0], ndim=1)
+        shape = ctx.per_sample(lambda h, w: padded_window(h, w, self._sides)[1], ndim=1)
+        return fn.slice(node, device=ctx.device, axes=[0, 1], start=start, shape=shape, out_of_bounds_policy="pad",
+                        fill_values=self._fill)
+
+
 class _RandomFlip(Transform):
     _horizontal = True
 

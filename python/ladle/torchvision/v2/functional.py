@@ -19,11 +19,11 @@ from ... import types
 from ... import dynamic as _ldd
 from .._io import Inputs, InterpolationMode, assemble, interp_type
 from .._color import check_factor, check_hue, gray_mean, hue_degrees, require_uint8
-from .._transforms import (center_offset, centre_offset, crop_position, expanded_size, inverse_affine, resized_shape,
-                           size_pair, warp_fill, warp_interp, warp_matrix)
+from .._transforms import (center_offset, centre_offset, crop_position, expanded_size, inverse_affine, pad_fill,
+                           pad_sides, padded_window, resized_shape, size_pair, warp_fill, warp_interp, warp_matrix)
 
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "affine", "center_crop", "crop",
-           "erase", "gaussian_blur", "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale",
+           "erase", "gaussian_blur", "horizontal_flip", "normalize", "pad", "resize", "resized_crop", "rgb_to_grayscale",
            "rotate", "to_dtype",
            "vertical_flip"]
 
@@ -95,6 +95,23 @@ def resized_crop(inpt, top, left, height, width, size, interpolation=Interpolati
                            antialias=True if antialias is None else bool(antialias)), False
 
     return _run(inpt, "resized_crop", device, body)
+
+
+def pad(inpt, padding, fill=None, padding_mode="constant", device="cpu"):
+    """torchvision's pad (see ladle.torchvision.Pad): constant mode only."""
+    import numpy as np
+
+    sides = pad_sides(padding, "pad")
+    fill_values = pad_fill(fill, padding_mode, "pad")
+
+    def body(b, shapes, dev):
+        windows = [padded_window(h, w, sides) for h, w in shapes]
+        start = _ldd.batch([np.array(s, np.int32) for s, _ in windows])
+        shape = _ldd.batch([np.array(e, np.int32) for _, e in windows])
+        return _ldd.slice(b, device=dev, axes=[0, 1], start=start, shape=shape, out_of_bounds_policy="pad",
+                          fill_values=fill_values), False
+
+    return _run(inpt, "pad", device, body)
 
 
 def _flip(inpt, who, horizontal, device):

@@ -1,0 +1,82 @@
+/* The tensor family's kernels: one strided copy with fill (transpose, slice,
+ * pad, cat, stack, element_extract are all "read the input at these strides
+ * from this start, fill what falls outside"), one_hot and lookup_table. CPU
+ * references in tensor_kernels.c, CUDA versions in tensor_kernels.cu. */
+#ifndef LADLE_OPS_TENSOR_KERNELS_H
+#define LADLE_OPS_TENSOR_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ladle/ladle.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define LADLE_TENSOR_MAX_FILL 16
+
+/* One copy: for every index i of `shape` (ndim dims, elements of elem_size
+ * bytes), out[sum i_d * out_stride_d] = in[sum (in_start_d + i_d) *
+ * in_stride_d] when 0 <= in_start_d + i_d < in_shape_d for every d, else the
+ * fill value: fill[i_fill_dim] (fill_dim >= 0, num_fill values) or fill[0].
+ * Strides are in elements; fill values are elem_size bytes each, already in
+ * the element type. */
+typedef struct ladle__strided_desc {
+  void *out;
+  const void *in;
+  int ndim, elem_size, fill_dim, num_fill;
+  int64_t shape[LADLE_MAX_NDIM], out_stride[LADLE_MAX_NDIM], in_stride[LADLE_MAX_NDIM];
+  int64_t in_start[LADLE_MAX_NDIM], in_shape[LADLE_MAX_NDIM];
+  uint8_t fill[LADLE_TENSOR_MAX_FILL * 8];
+} ladle__strided_desc;
+
+/* Dense row-major strides (elements) of `shape`. */
+void ladle__dense_strides(int64_t *strides, const int64_t *shape, int ndim);
+void ladle__strided_copy(const ladle__strided_desc *d);
+
+/* one_hot: out has the input's elements with a new axis of num_classes
+ * inserted before the `inner` innermost elements of each input element's
+ * position: out[o, c, i] = (in[o, i] == c) ? on : off, for outer o < outer,
+ * inner i < inner. on/off are elem_size bytes in the output type. */
+typedef struct ladle__one_hot_desc {
+  void *out;
+  const void *in;
+  int64_t outer, inner;
+} ladle__one_hot_desc;
+void ladle__one_hot(const ladle__one_hot_desc *d, ladle_dtype in_type, int64_t num_classes, int elem_size,
+                    const void *on, const void *off);
+
+/* lookup_table: out[i] = table[in[i]] for 0 <= in[i] < table_size, else
+ * `fallback` (table and fallback in the output type, elem_size bytes each). */
+typedef struct ladle__lookup_desc {
+  void *out;
+  const void *in;
+  int64_t count;
+} ladle__lookup_desc;
+void ladle__lookup(const ladle__lookup_desc *d, ladle_dtype in_type, int elem_size, const void *table,
+                   int64_t table_size, const void *fallback);
+
+#ifdef LADLE_HAVE_CUDA
+/* The batch's copies (n descs) in one launch on `stream`; host/dev params
+ * from ladle__gpu_params of ladle__gpu_strided_param_bytes(n) bytes. */
+size_t ladle__gpu_strided_param_bytes(int n);
+ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *host_params, void *dev_params,
+                                     size_t param_bytes, void *stream);
+/* one_hot for n samples: params of ladle__gpu_one_hot_param_bytes(n). */
+size_t ladle__gpu_one_hot_param_bytes(int n, int elem_size);
+ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, ladle_dtype in_type, int64_t num_classes,
+                                int elem_size, const void *on, const void *off, void *host_params, void *dev_params,
+                                size_t param_bytes, void *stream);
+/* lookup_table for n samples: params hold the descs and the table. */
+size_t ladle__gpu_lookup_param_bytes(int n, int elem_size, int64_t table_size);
+ladle_status ladle__gpu_lookup(const ladle__lookup_desc *d, int n, ladle_dtype in_type, int elem_size,
+                               const void *table, int64_t table_size, const void *fallback, void *host_params,
+                               void *dev_params, size_t param_bytes, void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,142 @@
+/* The tensor family in C: the strided copy against a per-element reference
+ * on random geometries, and views: reshape's output shares its input's
+ * memory, keeps it alive after the input is released, and a view that would
+ * change a sample's byte size is refused. */
+#include <string.h>
+
+#include "core/batch.h"
+#include "core/rng.h"
+#include "ladle/ladle.h"
+#include "ops/tensor/tensor_kernels.h"
+#include "tensor_random.h"
+#include "test.h"
+
+/* The definition, element by element. */
+static void reference_copy(const ladle__strided_desc *d) {
+  int64_t total = 1;
+  for (int k = 0; k < d->ndim; k++) total *= d->shape[k];
+  for (int64_t e = 0; e < total; e++) {
+    int64_t rest = e, out_off = 0, in_off = 0, fill_index = 0;
+    int inside = 1;
+    for (int k = d->ndim - 1; k >= 0; k--) {
+      int64_t i = rest % d->shape[k], c = d->in_start[k] + i;
+      rest /= d->shape[k];
+      inside &= c >= 0 && c < d->in_shape[k];
+      out_off += i * d->out_stride[k];
+      in_off += c * d->in_stride[k];
+      if (k == d->fill_dim) fill_index = i;
+    }
+    const uint8_t *src = inside ? (const uint8_t *)d->in + in_off * d->elem_size
+                                : d->fill + (fill_index < d->num_fill ? fill_index : 0) * d->elem_size;
+    memcpy((uint8_t *)d->out + out_off * d->elem_size, src, (size_t)d->elem_size);
+  }
+}
+
+/* Random slices/pads/transposes: anchors inside and outside, permuted input
+ * strides, per-channel fills, every element size. */
+static void test_strided_copy_random(void) {
+  ladle__rng r;
+  ladle__rng_init(&r, 7, 1, 0, 0);
+  static uint8_t in[4096 * 8], out[4096 * 8], want[4096 * 8];
+  for (int t = 0; t < 400; t++) {
+    int64_t in_total = 0, out_total = 0;
+    ladle__strided_desc d = random_desc(&r, &in_total, &out_total);
+    for (int64_t i = 0; i < in_total * d.elem_size; i++) in[i] = (uint8_t)ladle__rng_u32(&r);
+    memset(out, 0xAB, sizeof out);
+    memset(want, 0xAB, sizeof want);
+    d.in = in;
+    d.out = out;
+    ladle__strided_copy(&d);
+    d.out = want;
+    reference_copy(&d);
+    CHECK(memcmp(out, want, (size_t)(out_total * d.elem_size) + 64) == 0);
+  }
+}
+
+/* one_hot and lookup_table's kernels on a small case, by hand. */
+static void test_encode_kernels(void) {
+  int32_t classes[6] = {0, 2, -1, 1, 5, 2};
+  float got[2 * 3 * 3];
+  float on = 1, off = 0;
+  ladle__one_hot_desc d = {got, classes, 2, 3}; /* [2, 3] input, new axis in the middle */
+  ladle__one_hot(&d, LADLE_INT32, 3, 4, &on, &off);
+  /* o=0 (0, 2, -1): c0 [1,0,0] c1 [0,0,0] c2 [0,1,0]; o=1 (1, 5, 2): c0 [0,0,0] c1 [1,0,0] c2 [0,0,1] */
+  float exact[18] = {1, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1};
+  CHECK(memcmp(got, exact, sizeof exact) == 0);
+  uint8_t keys_in[5] = {0, 1, 2, 3, 200};
+  int32_t table[4] = {7, -1, 9, -1}, fallback = -1, out[5];
+  ladle__lookup_desc l = {out, keys_in, 5};
+  ladle__lookup(&l, LADLE_UINT8, 4, table, 4, &fallback);
+  CHECK(out[0] == 7 && out[1] == -1 && out[2] == 9 && out[3] == -1 && out[4] == -1);
+}
+
+/* A view shares the parent's memory, outlives the caller's reference to the
+ * parent, and cannot change a sample's size in bytes. */
+static void test_batch_view(void) {
+  int64_t shapes[2 * 2] = {2, 3, 4, 1};
+  int32_t data[10];
+  for (int i = 0; i < 10; i++) data[i] = i;
+  ladle_batch *parent = NULL, *view = NULL, *bad = NULL;
+  CHECK_OK(ladle_batch_create_cpu(LADLE_INT32, 2, 2, shapes, "HW", data, &parent));
+  int64_t flat[2] = {6, 4};
+  CHECK_OK(ladle__batch_view(parent->meta_pool, parent, LADLE_INT32, 1, flat, "", &view));
+  CHECK(ladle_batch_data(view, 1) == ladle_batch_data(parent, 1));
+  int64_t bytes[2] = {24, 16};
+  ladle_batch *as_bytes = NULL;
+  CHECK_OK(ladle__batch_view(parent->meta_pool, parent, LADLE_UINT8, 1, bytes, "", &as_bytes));
+  int64_t wrong[2] = {5, 5};
+  CHECK(ladle__batch_view(parent->meta_pool, parent, LADLE_INT32, 1, wrong, "", &bad) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle_batch_release(parent); /* the views keep it */
+  CHECK(((const int32_t *)ladle_batch_data(view, 1))[3] == 9);
+  CHECK(ladle_batch_shape(view, 0)[0] == 6 && ladle_batch_is_dense(view) == 0);
+  ladle_batch_release(view);
+  CHECK(((const uint8_t *)ladle_batch_data(as_bytes, 0))[4] == 1);
+  ladle_batch_release(as_bytes);
+}
+
+/* reshape in a pipeline: its output is the fed batch's memory. */
+static void test_reshape_is_zero_copy(void) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 2;
+  params.num_threads = 2;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1},
+                       {"ndim", {LADLE_ARG_INT, 1, {.i = 2}}, -1},
+                       {"layout", {LADLE_ARG_STRING, 1, {.s = "HW"}}, -1}};
+  int src = -1, rs = -1, sq = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
+  int64_t shape[3] = {-1, 2, 1};
+  ladle_arg to = {"shape", {LADLE_ARG_INTS, 3, {.ints = shape}}, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "reshape", "cpu", &src, 1, &to, 1, NULL, &rs));
+  int64_t axes[1] = {2};
+  ladle_arg ax = {"axes", {LADLE_ARG_INTS, 1, {.ints = axes}}, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "squeeze", "cpu", &rs, 1, &ax, 1, NULL, &sq));
+  int outs[2] = {src, sq};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
+  int64_t shapes[4] = {2, 2, 3, 2};
+  int32_t data[10] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9};
+  ladle_batch *fed = NULL, *got[2] = {NULL, NULL};
+  CHECK_OK(ladle_batch_create_cpu(LADLE_INT32, 2, 2, shapes, "HW", data, &fed));
+  CHECK_OK(ladle_pipeline_feed(p, "src", fed));
+  ladle_batch_release(fed);
+  CHECK_OK(ladle_pipeline_run(p, got));
+  if (got[0] && got[1]) {
+    CHECK(ladle_batch_data(got[0], 1) == ladle_batch_data(got[1], 1));
+    CHECK(ladle_batch_ndim(got[1]) == 2 && ladle_batch_shape(got[1], 1)[0] == 3 && ladle_batch_shape(got[1], 1)[1] == 2);
+    CHECK(strcmp(ladle_batch_layout(got[1]), "") == 0);
+  }
+  ladle_pipeline_destroy(p);
+  ladle_batch_release(got[0]);
+  if (got[1]) CHECK(((const int32_t *)ladle_batch_data(got[1], 1))[5] == 9); /* alive after both */
+  ladle_batch_release(got[1]);
+}
+
+int main(void) {
+  RUN(test_strided_copy_random);
+  RUN(test_encode_kernels);
+  RUN(test_batch_view);
+  RUN(test_reshape_is_zero_copy);
+  TEST_MAIN_END();
+}

@@ -1,0 +1,121 @@
+/* The tensor family's CUDA kernels against their CPU references on random
+ * inputs: strided copy (slice/pad/transpose/cat geometries), one_hot,
+ * lookup_table. They move bytes only: bit-identical is asserted. Exits 77
+ * (ctest's SKIP) without CUDA or a device. */
+#include <stdio.h>
+
+#ifndef LADLE_HAVE_CUDA
+int main(void) {
+  printf("skipped: built without CUDA\n");
+  return 77;
+}
+#else
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <cuda_runtime_api.h>
+
+#include "cuda/runtime.h"
+#include "tensor_random.h"
+#include "test.h"
+
+enum { COPIES = 64, SLOT = 4096 * 8 };
+
+static void *dev_alloc(size_t bytes) {
+  void *p = NULL;
+  return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
+}
+
+/* COPIES random descs in one launch vs the CPU copy of each. */
+static void test_gpu_strided_copy(void) {
+  ladle__rng r;
+  ladle__rng_init(&r, 11, 2, 0, 0);
+  uint8_t *in = malloc((size_t)COPIES * SLOT), *want = malloc((size_t)COPIES * SLOT), *got = malloc((size_t)COPIES * SLOT);
+  uint8_t *din = dev_alloc((size_t)COPIES * SLOT), *dout = dev_alloc((size_t)COPIES * SLOT);
+  ladle__strided_desc cpu[COPIES], gpu[COPIES];
+  int64_t out_totals[COPIES];
+  size_t bytes = ladle__gpu_strided_param_bytes(COPIES);
+  void *host = NULL, *dev = dev_alloc(bytes);
+  cudaMallocHost(&host, bytes);
+  CHECK(in && want && got && din && dout && host && dev);
+  if (!(in && want && got && din && dout && host && dev)) return;
+  for (int round = 0; round < 5; round++) {
+    for (int i = 0; i < COPIES; i++) {
+      int64_t in_total = 0;
+      cpu[i] = random_desc(&r, &in_total, &out_totals[i]);
+      for (int64_t b = 0; b < in_total * cpu[i].elem_size; b++) in[(size_t)i * SLOT + b] = (uint8_t)ladle__rng_u32(&r);
+      gpu[i] = cpu[i];
+      cpu[i].in = in + (size_t)i * SLOT;
+      cpu[i].out = want + (size_t)i * SLOT;
+      gpu[i].in = din + (size_t)i * SLOT;
+      gpu[i].out = dout + (size_t)i * SLOT;
+      ladle__strided_copy(&cpu[i]);
+    }
+    CHECK(cudaMemcpy(din, in, (size_t)COPIES * SLOT, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK_OK(ladle__gpu_strided_copy(gpu, COPIES, host, dev, bytes, NULL));
+    CHECK(cudaMemcpy(got, dout, (size_t)COPIES * SLOT, cudaMemcpyDeviceToHost) == cudaSuccess);
+    for (int i = 0; i < COPIES; i++)
+      CHECK(memcmp(got + (size_t)i * SLOT, want + (size_t)i * SLOT, (size_t)(out_totals[i] * cpu[i].elem_size)) == 0);
+  }
+  free(in), free(want), free(got);
+  cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
+}
+
+/* one_hot and lookup_table over a few samples of random classes, every input type. */
+static void test_gpu_encode(void) {
+  ladle__rng r;
+  ladle__rng_init(&r, 12, 3, 0, 0);
+  enum { N = 3, ELEMS = 50, CLASSES = 7 };
+  ladle_dtype types[3] = {LADLE_UINT8, LADLE_INT32, LADLE_INT64};
+  for (int t = 0; t < 3; t++) {
+    size_t isz = ladle_dtype_size(types[t]);
+    uint8_t in[N * ELEMS * 8];
+    for (int i = 0; i < N * ELEMS; i++) {
+      int64_t v = (int64_t)(ladle__rng_u32(&r) % 12) - (types[t] == LADLE_UINT8 ? 0 : 2);
+      uint8_t u = (uint8_t)v;
+      int32_t w = (int32_t)v;
+      memcpy(in + i * isz, isz == 1 ? (void *)&u : isz == 4 ? (void *)&w : (void *)&v, isz);
+    }
+    uint8_t *din = dev_alloc(sizeof in), *dout = dev_alloc((size_t)N * ELEMS * CLASSES * 4);
+    float on = 2.5f, off = -1, want[N * ELEMS * CLASSES], got[N * ELEMS * CLASSES];
+    ladle__one_hot_desc cd[N], gd[N];
+    for (int i = 0; i < N; i++) {
+      cd[i] = (ladle__one_hot_desc){want + i * ELEMS * CLASSES, in + i * ELEMS * isz, 5, 10};
+      gd[i] = (ladle__one_hot_desc){dout + (size_t)i * ELEMS * CLASSES * 4, din + i * ELEMS * isz, 5, 10};
+      ladle__one_hot(&cd[i], types[t], CLASSES, 4, &on, &off);
+    }
+    size_t bytes = ladle__gpu_one_hot_param_bytes(N, 4) + ladle__gpu_lookup_param_bytes(N, 4, 9);
+    void *host = NULL, *dev = dev_alloc(bytes);
+    cudaMallocHost(&host, bytes);
+    CHECK(din && dout && host && dev);
+    if (!(din && dout && host && dev)) return;
+    CHECK(cudaMemcpy(din, in, sizeof in, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK_OK(ladle__gpu_one_hot(gd, N, types[t], CLASSES, 4, &on, &off, host, dev, bytes, NULL));
+    CHECK(cudaMemcpy(got, dout, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(memcmp(got, want, sizeof want) == 0);
+    cudaDeviceSynchronize(); /* the params are reused below */
+    int32_t table[9] = {5, -3, 8, 0, 1, 2, 3, 4, 9}, fallback = 77, lwant[N * ELEMS], lgot[N * ELEMS];
+    ladle__lookup_desc lc[N], lg[N];
+    for (int i = 0; i < N; i++) {
+      lc[i] = (ladle__lookup_desc){lwant + i * ELEMS, in + i * ELEMS * isz, ELEMS};
+      lg[i] = (ladle__lookup_desc){dout + (size_t)i * ELEMS * 4, din + i * ELEMS * isz, ELEMS};
+      ladle__lookup(&lc[i], types[t], 4, table, 9, &fallback);
+    }
+    CHECK_OK(ladle__gpu_lookup(lg, N, types[t], 4, table, 9, &fallback, host, dev, bytes, NULL));
+    CHECK(cudaMemcpy(lgot, dout, sizeof lgot, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(memcmp(lgot, lwant, sizeof lwant) == 0);
+    cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
+  }
+}
+
+int main(void) {
+  if (ladle__cuda_device_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return 77;
+  }
+  RUN(test_gpu_strided_copy);
+  RUN(test_gpu_encode);
+  TEST_MAIN_END();
+}
+#endif
