@@ -67,14 +67,16 @@ void ladle__crop_flip_hwc(void *out, const void *in, int in_h, int in_w, int cha
                           uint8_t fill);
 
 /*
- * Converts n elements between any two of uint8, int32, int64, float32,
- * float16 (same type: a copy). Rules:
- *   float32/float16 -> integer: round to nearest, ties to even, then saturate
- *                     to the type's range; NaN -> 0.
- *   integer -> narrower integer: saturate.
- *   integer -> float32: nearest float (ties to even); -> float16: nearest half,
- *                     +-inf beyond +-65504 (rounding boundary 65520).
- *   float32 -> float16: ladle__f32_to_f16; float16 -> float32: exact.
+ * Converts n elements between any two dtypes (same type: a copy), with the
+ * rules of ops/kernels/dtype.h (the per-element loads and stores, shared with
+ * the CUDA twin ladle__gpu_convert):
+ *   float -> integer: round to nearest, ties to even, then saturate to the
+ *                     type's range; NaN -> 0.
+ *   integer -> integer: saturate.        any -> bool: x != 0.
+ *   -> float32/float64: nearest float (ties to even); float64 values exact
+ *                     where the target can hold them.
+ *   -> float16: nearest half (rounded once), +-inf beyond +-65504 (rounding
+ *                     boundary 65520).
  * out and in must not overlap (unless equal with equal types).
  */
 void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t n);

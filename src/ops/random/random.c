@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/kernels/dtype.h"
 #include "ops/op.h"
 
 static const double default_range[] = {-1.0, 1.0};
@@ -34,8 +35,6 @@ static ladle_status random_init(ladle__node *n, int arg_shape, int arg_dtype) {
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'shape' has more than %d dimensions",
                          LADLE_MAX_NDIM);
   ladle_dtype dtype = (ladle_dtype)ladle__arg_int(n, NULL, arg_dtype);
-  if (dtype == LADLE_FLOAT16)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "argument 'dtype': FLOAT16 is not supported here");
   n->out[0] = (ladle__out_desc){dtype, shape->count, ""};
   return LADLE_OK;
 }
@@ -60,23 +59,11 @@ static ladle_status random_setup(ladle__node *n, ladle__sample *s, int arg_shape
 static ladle_status coin_setup(ladle__node *n, ladle__sample *s) { return random_setup(n, s, COIN_SHAPE); }
 static ladle_status uniform_setup(ladle__node *n, ladle__sample *s) { return random_setup(n, s, UNI_SHAPE); }
 
-/* Rounds to nearest (ties to even) and clamps to [lo, hi], as DALI converts
- * random values to integer types. */
-static double round_clamp(double x, double lo, double hi) {
-  x = nearbyint(x);
-  return x < lo ? lo : x > hi ? hi : x;
-}
-
-/* Stores x into element i of a numeric tensor. */
+/* Stores x into element i of a tensor of any dtype: round to nearest even
+ * and saturate for integers, x != 0 for bool (ops/kernels/dtype.h), as DALI
+ * converts random values. */
 static void store(void *data, ladle_dtype dtype, int64_t i, double x) {
-  switch (dtype) {
-    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)round_clamp(x, 0, 255); break;
-    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)round_clamp(x, -2147483648.0, 2147483647.0); break;
-    case LADLE_INT64: /* the largest double below 2^63 */
-      ((int64_t *)data)[i] = (int64_t)round_clamp(x, -9223372036854775808.0, 9223372036854774784.0);
-      break;
-    default: ((float *)data)[i] = (float)x; break;
-  }
+  ladle__store_f64(data, (size_t)i, dtype, x);
 }
 
 static int64_t elems(const ladle__tensor *t) {
