@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
-from ..tensors import TensorList, batch_from_samples
+from ..tensors import TensorList, batch_from_samples, to_numpy, to_torch_tensor
 
 # Element types ladle has; other NumPy types are converted on the way in
 # (float64 -> float32, bool -> uint8, other integers -> int32 or int64).
@@ -37,7 +37,7 @@ def _host_array(x):
     if isinstance(x, Tensor):
         if x.device != "cpu":
             x = x.cpu()
-        return np.from_dlpack(x._view())
+        return to_numpy(x._view())
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
         return x.detach().cpu().numpy()
     return _ladle_array(x)
@@ -90,7 +90,7 @@ class Tensor:
         """This sample as a torch tensor (no copy unless `copy`)."""
         import torch
 
-        t = torch.from_dlpack(self._view())
+        t = to_torch_tensor(self._view())
         return t.clone() if copy else t
 
     def cpu(self):
@@ -108,14 +108,14 @@ class Tensor:
         if len(self._tl) == 1:
             return Batch(self._tl)
         if self.device == "cpu":
-            return Batch(TensorList(batch_from_samples([np.from_dlpack(self._view())], layout=self.layout or None)))
+            return Batch(TensorList(batch_from_samples([to_numpy(self._view())], layout=self.layout or None)))
         host = self.cpu()
         return host._as_batch().gpu()
 
     def __array__(self, dtype=None, copy=None):
         if self.device != "cpu":
             raise _ladle.StateError("ladle.dynamic.Tensor: the tensor is in GPU memory; take .cpu() first")
-        a = np.from_dlpack(self._view())
+        a = to_numpy(self._view())
         if copy:
             a = a.copy()
         return a if dtype is None else a.astype(dtype, copy=False)
@@ -203,7 +203,7 @@ class Batch:
         import torch
 
         if self._tl.is_dense_tensor():
-            return torch.from_dlpack(self._tl)
+            return to_torch_tensor(self._tl)
         if not pad:
             raise _ladle.StateError(
                 f"Batch.torch(): the samples have different shapes ({self._shape_summary()}); "
@@ -241,7 +241,7 @@ class Batch:
         if count == len(self):
             return self
         host = self.cpu()
-        samples = [np.from_dlpack(host._tl._batch.sample(i)) for i in range(count)]
+        samples = [to_numpy(host._tl._batch.sample(i)) for i in range(count)]
         return Batch(TensorList(batch_from_samples(samples, layout=self.layout or None)))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
