@@ -60,11 +60,21 @@ def to_numpy(obj):
     return np.from_dlpack(obj)
 
 
+def _check_torch_has(obj, torch):
+    name = getattr(obj, "dtype", None)
+    name = name.numpy_name if isinstance(name, types.DALIDataType) else name
+    if name in ("uint16", "uint32", "uint64") and not hasattr(torch, name):
+        raise _ladle.UnsupportedError(
+            f"torch {torch.__version__} has no {name} tensors (PyTorch 2.3 added them): cast the output in the "
+            f"pipeline first, e.g. fn.cast(x, dtype=types.INT{int(name[4:]) * 2 if name != 'uint64' else 64})")
+
+
 def torch_from_capsule(obj, **dlpack_kwargs):
     """torch.utils.dlpack.from_dlpack(obj.__dlpack__(**dlpack_kwargs)) for a
     ladle batch, sample or Tensor of any dtype (bool too on PyTorch 1.x)."""
     import torch.utils.dlpack
 
+    _check_torch_has(obj, torch)
     if _is_bool(obj) and not _takes_dlpack_bool("torch"):
         return torch.utils.dlpack.from_dlpack(obj._dlpack_u8(**dlpack_kwargs)).view(torch.bool)
     return torch.utils.dlpack.from_dlpack(obj.__dlpack__(**dlpack_kwargs))
@@ -75,6 +85,7 @@ def to_torch_tensor(obj):
     dtype (bool too on PyTorch 1.x). A view: no copy."""
     import torch
 
+    _check_torch_has(obj, torch)
     if _is_bool(obj) and not _takes_dlpack_bool("torch"):
         return torch.from_dlpack(_AsUint8(obj)).view(torch.bool)
     return torch.from_dlpack(obj)

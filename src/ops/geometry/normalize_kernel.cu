@@ -22,10 +22,8 @@ enum { TILE_W = 32, TILE_H = 8 };
 
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* crop_mirror_normalize's output types. */
-int valid_cmn_dtype(int t) {
-  return t == LADLE_UINT8 || t == LADLE_INT32 || t == LADLE_FLOAT32 || t == LADLE_FLOAT16 || t == LADLE_INT64;
-}
+/* crop_mirror_normalize stores through ladle__store_f32: any dtype. */
+int valid_cmn_dtype(int t) { return ladle__dtype_bytes(t) != 0; }
 
 /* Checks the common launcher arguments; sets the message on failure. */
 ladle_status check_buffers(int n, const void *d, void *host, void *dev, size_t bytes, size_t need,

@@ -12,8 +12,7 @@
  * DALI's crop_mirror_normalize on one HWC uint8 image.
  *
  * Output: h x w pixels of C = channels + pad_output channels, element type
- * `dtype` (LADLE_FLOAT32, LADLE_FLOAT16, LADLE_UINT8, LADLE_INT32 or
- * LADLE_INT64), laid out CHW (planes of h*w) or HWC (packed), densely.
+ * `dtype` (any), laid out CHW (planes of h*w) or HWC (packed), densely.
  *
  * Output pixel (x, y) comes from input pixel
  *     sx = mirror ? x0 + w - 1 - x : x0 + x,     sy = y0 + y
@@ -28,7 +27,9 @@
  *     FLOAT16  ladle__f32_to_f16(v): round to nearest even, inf on overflow
  *     UINT8    ladle__f32_to_u8(v): saturate to 0..255 (NaN -> 0), round to
  *              nearest even
- *     INT32/64 round to nearest even, saturate (NaN -> 0), as ladle__convert.
+ *     others   as ladle__convert (ops/kernels/dtype.h's ladle__store_f32):
+ *              integers round to nearest even and saturate (NaN -> 0), bool
+ *              is v != 0, float64 is v exactly.
  * The padding channel (pad_output) is 0 everywhere.
  *
  * Since the input is uint8, the kernel precomputes the 256 possible outputs
@@ -36,7 +37,7 @@
  * is bit-identical to evaluating the formula per pixel.
  *
  * Preconditions (not checked here; the operator validates): 1 <= channels <= 4,
- * channels + pad_output <= 4, w >= 1, h >= 1, dtype one of the five above,
+ * channels + pad_output <= 4, w >= 1, h >= 1, dtype a valid ladle_dtype,
  * in_stride >= in_w * channels.
  */
 typedef struct ladle__cmn_params {

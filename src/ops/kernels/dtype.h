@@ -15,12 +15,16 @@
  *   -> float32/float64: nearest (ties to even); float -> float64 is exact.
  *   -> float16:        nearest half, +-inf at |v| >= 65520 (rounded once, also
  *                      from float64: see ladle__f64_to_f16).
+ *   NaN -> float:      float32 -> float16 keeps the top payload bits; between
+ *                      float64 and the others a NaN is the default quiet NaN
+ *                      of its sign (the same bits on CPU and GPU).
  * Needs IEEE arithmetic in round-to-nearest with subnormals (no fast-math). */
 #ifndef LADLE_OPS_KERNELS_DTYPE_H
 #define LADLE_OPS_KERNELS_DTYPE_H
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "ladle/ladle.h"
 #include "ops/kernels/half.h"
@@ -102,11 +106,27 @@ LADLE__DT_INLINE int64_t ladle__f32_to_i64(float x) {
   return (int64_t)r;
 }
 
+/* float <-> double; a NaN becomes the default quiet NaN of its sign (CPUs
+ * keep payloads through these conversions, GPUs need not: the same bits on
+ * both). */
+LADLE__DT_INLINE float ladle__f64_to_f32(double d) {
+  uint64_t u;
+  memcpy(&u, &d, sizeof u);
+  return d != d ? ladle__f32_from_bits(0x7fc00000u | (uint32_t)(u >> 63 << 31)) : (float)d;
+}
+
+LADLE__DT_INLINE double ladle__f32_to_f64(float f) {
+  uint64_t u = 0x7ff8000000000000ull | ((uint64_t)(ladle__f32_bits(f) >> 31) << 63);
+  double nan;
+  memcpy(&nan, &u, sizeof nan);
+  return f != f ? nan : (double)f;
+}
+
 /* double -> half rounded once: the double is first rounded to float "to odd"
  * (an inexact result gets an odd last bit), which keeps enough information
  * for the float -> half rounding to be that of the double. */
 LADLE__DT_INLINE uint16_t ladle__f64_to_f16(double d) {
-  float f = (float)d;
+  float f = ladle__f64_to_f32(d);
   if (f == f && (double)f != d && !(ladle__f32_bits(f) & 1u)) {
     uint32_t u = ladle__f32_bits(f);
     double af = f < 0 ? -(double)f : (double)f, ad = d < 0 ? -d : d;
@@ -154,7 +174,7 @@ LADLE__DT_INLINE void ladle__store_u64(void *p, size_t i, int t, uint64_t v) {
 LADLE__DT_INLINE void ladle__store_f64(void *p, size_t i, int t, double v) {
   switch (t) {
     case LADLE_FLOAT64: ((double *)p)[i] = v; break;
-    case LADLE_FLOAT32: ((float *)p)[i] = (float)v; break;
+    case LADLE_FLOAT32: ((float *)p)[i] = ladle__f64_to_f32(v); break;
     case LADLE_FLOAT16: ((uint16_t *)p)[i] = ladle__f64_to_f16(v); break;
     case LADLE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LADLE_UINT64: ((uint64_t *)p)[i] = ladle__f64_to_u64(v); break;
@@ -166,7 +186,7 @@ LADLE__DT_INLINE void ladle__store_f32(void *p, size_t i, int t, float v) {
   switch (t) {
     case LADLE_FLOAT32: ((float *)p)[i] = v; break;
     case LADLE_FLOAT16: ((uint16_t *)p)[i] = ladle__f32_to_f16(v); break;
-    case LADLE_FLOAT64: ((double *)p)[i] = (double)v; break;
+    case LADLE_FLOAT64: ((double *)p)[i] = ladle__f32_to_f64(v); break;
     case LADLE_UINT8: ((uint8_t *)p)[i] = ladle__f32_to_u8(v); break;
     case LADLE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LADLE_UINT64: ((uint64_t *)p)[i] = ladle__f64_to_u64((double)v); break;
