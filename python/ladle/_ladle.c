@@ -120,16 +120,18 @@ static DLDevice dl_device_of(const ladle_batch *b) {
   return d;
 }
 
-/* bool_as_u8: bool leaves as kDLUInt 8 (same bytes, 0 or 1) for consumers
- * that predate kDLBool (NumPy < 1.25, PyTorch < 2.0); the Python side then
- * views the result as bool. */
-static DLDataType dl_dtype_of(ladle_dtype dtype, int bool_as_u8) {
+/* compat: the same bytes as types older consumers know: bool as kDLUInt 8
+ * (0 or 1; NumPy < 1.25 and PyTorch < 2.0 lack kDLBool), uint16/32/64 as
+ * kDLInt (PyTorch < 2.3 lacks them); the Python side views the result as the
+ * real type. */
+static DLDataType dl_dtype_of(ladle_dtype dtype, int compat) {
   DLDataType t = {kDLUInt, 8, 1};
   switch (dtype) {
-    case LADLE_UINT8: case LADLE_UINT16: case LADLE_UINT32: case LADLE_UINT64: t.code = kDLUInt; break;
+    case LADLE_UINT8: t.code = kDLUInt; break;
+    case LADLE_UINT16: case LADLE_UINT32: case LADLE_UINT64: t.code = compat ? kDLInt : kDLUInt; break;
     case LADLE_INT8: case LADLE_INT16: case LADLE_INT32: case LADLE_INT64: t.code = kDLInt; break;
     case LADLE_FLOAT16: case LADLE_FLOAT32: case LADLE_FLOAT64: t.code = kDLFloat; break;
-    case LADLE_BOOL: t.code = bool_as_u8 ? kDLUInt : kDLBool; break;
+    case LADLE_BOOL: t.code = compat ? kDLUInt : kDLBool; break;
     default: break;
   }
   t.bits = (uint8_t)(8 * ladle_dtype_size(dtype));
@@ -225,7 +227,7 @@ static int consumer_stream(PyObject *obj, void **stream) {
 /* Exports sample `sample` of `b` (or, for sample < 0, the whole batch as one
  * [N, ...] tensor) following the __dlpack__ keywords. */
 static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyObject *max_version,
-                               PyObject *dl_device, PyObject *copy, int bool_as_u8) {
+                               PyObject *dl_device, PyObject *copy, int compat) {
   int versioned = 0;
   if (max_version != Py_None) {
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
@@ -330,7 +332,7 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
   t->data = ladle_batch_num_samples(b) > 0 ? ladle_batch_data(b, sample < 0 ? 0 : sample) : NULL;
   t->device = dev;
   t->ndim = out_ndim;
-  t->dtype = dl_dtype_of(ladle_batch_dtype(b), bool_as_u8);
+  t->dtype = dl_dtype_of(ladle_batch_dtype(b), compat);
   t->shape = ctx->shape;
   t->strides = ctx->strides;
   t->byte_offset = 0;
@@ -464,16 +466,21 @@ static PyObject *batch_sample(BatchObject *self, PyObject *arg) {
   return (PyObject *)s;
 }
 
-static PyObject *batch_export(BatchObject *self, PyObject *args, PyObject *kw, int bool_as_u8) {
+static PyObject *batch_export(BatchObject *self, PyObject *args, PyObject *kw, int compat) {
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", dlpack_kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  return export_dlpack(self->batch, -1, stream, max_version, dl_device, copy, bool_as_u8);
+  return export_dlpack(self->batch, -1, stream, max_version, dl_device, copy, compat);
 }
 
-static PyObject *batch_dlpack(BatchObject *self, PyObject *args, PyObject *kw) { return batch_export(self, args, kw, 0); }
-static PyObject *batch_dlpack_u8(BatchObject *self, PyObject *args, PyObject *kw) { return batch_export(self, args, kw, 1); }
+static PyObject *batch_dlpack(BatchObject *self, PyObject *args, PyObject *kw) {
+  return batch_export(self, args, kw, 0);
+}
+
+static PyObject *batch_dlpack_compat(BatchObject *self, PyObject *args, PyObject *kw) {
+  return batch_export(self, args, kw, 1);
+}
 
 static PyObject *dlpack_device_tuple(const ladle_batch *b) {
   DLDevice d = dl_device_of(b);
@@ -514,8 +521,9 @@ static PyMethodDef batch_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))batch_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): the dense batch as one "
      "[N, ...] tensor."},
-    {"_dlpack_u8", (PyCFunction)(void (*)(void))batch_dlpack_u8, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__ with bool elements as uint8 (0 or 1), for consumers without DLPack bool."},
+    {"_dlpack_compat", (PyCFunction)(void (*)(void))batch_dlpack_compat, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__ with bool as uint8 and uint16/32/64 as int16/32/64 (the same bytes), for consumers without "
+     "those types."},
     {"__dlpack_device__", (PyCFunction)batch_dlpack_device, METH_NOARGS, "(device_type, device_id)."},
     {NULL},
 };
@@ -542,16 +550,21 @@ static void sample_dealloc(SampleObject *self) {
   PyObject_Free(self);
 }
 
-static PyObject *sample_export(SampleObject *self, PyObject *args, PyObject *kw, int bool_as_u8) {
+static PyObject *sample_export(SampleObject *self, PyObject *args, PyObject *kw, int compat) {
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", dlpack_kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  return export_dlpack(self->batch, self->index, stream, max_version, dl_device, copy, bool_as_u8);
+  return export_dlpack(self->batch, self->index, stream, max_version, dl_device, copy, compat);
 }
 
-static PyObject *sample_dlpack(SampleObject *self, PyObject *args, PyObject *kw) { return sample_export(self, args, kw, 0); }
-static PyObject *sample_dlpack_u8(SampleObject *self, PyObject *args, PyObject *kw) { return sample_export(self, args, kw, 1); }
+static PyObject *sample_dlpack(SampleObject *self, PyObject *args, PyObject *kw) {
+  return sample_export(self, args, kw, 0);
+}
+
+static PyObject *sample_dlpack_compat(SampleObject *self, PyObject *args, PyObject *kw) {
+  return sample_export(self, args, kw, 1);
+}
 
 static PyObject *sample_dlpack_device(SampleObject *self, PyObject *unused) {
   return dlpack_device_tuple(self->batch);
@@ -587,8 +600,9 @@ static PyGetSetDef sample_getset[] = {
 static PyMethodDef sample_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))sample_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): the sample as a tensor."},
-    {"_dlpack_u8", (PyCFunction)(void (*)(void))sample_dlpack_u8, METH_VARARGS | METH_KEYWORDS,
-     "__dlpack__ with bool elements as uint8 (0 or 1), for consumers without DLPack bool."},
+    {"_dlpack_compat", (PyCFunction)(void (*)(void))sample_dlpack_compat, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__ with bool as uint8 and uint16/32/64 as int16/32/64 (the same bytes), for consumers without "
+     "those types."},
     {"__dlpack_device__", (PyCFunction)sample_dlpack_device, METH_NOARGS, "(device_type, device_id)."},
     {NULL},
 };

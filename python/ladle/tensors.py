@@ -14,20 +14,22 @@ from . import _ladle
 from . import types
 
 
-# --- bool through DLPack ----------------------------------------------------
+# --- bool and unsigned types through DLPack --------------------------------
 # ladle exports bool as DLPack's kDLBool; NumPy < 1.25 and PyTorch < 2.0 do
 # not know it. For them the same bytes leave as uint8 (0 or 1) and are viewed
 # as bool on arrival: still no copy. Whether a consumer takes kDLBool is
-# probed once, on a one-element batch.
+# probed once, on a one-element batch. PyTorch < 2.3 has no uint16/32/64:
+# to_torch refuses those clearly; internal copies (as_cpu) take them as the
+# signed type of the same width and view the NumPy result as unsigned.
 
-class _AsUint8:
-    """An object's __dlpack__ with bool elements as uint8."""
+class _Compat:
+    """An object's __dlpack__ with bool as uint8 and uint16/32/64 as signed."""
 
     def __init__(self, obj):
         self._obj = obj
 
     def __dlpack__(self, **kw):
-        return self._obj._dlpack_u8(**kw)
+        return self._obj._dlpack_compat(**kw)
 
     def __dlpack_device__(self):
         return self._obj.__dlpack_device__()
@@ -35,6 +37,11 @@ class _AsUint8:
 
 def _is_bool(obj):
     return getattr(obj, "dtype", None) in ("bool", types.BOOL)
+
+
+def _dtype_name(obj):
+    name = getattr(obj, "dtype", None)
+    return name.numpy_name if isinstance(name, types.DALIDataType) else name
 
 
 @functools.lru_cache(maxsize=None)
@@ -56,13 +63,12 @@ def to_numpy(obj):
     """np.from_dlpack(obj) for a ladle batch, sample or Tensor of any dtype
     (bool too, whatever the NumPy version). A view: no copy."""
     if _is_bool(obj) and not _takes_dlpack_bool("numpy"):
-        return np.from_dlpack(_AsUint8(obj)).view(np.bool_)
+        return np.from_dlpack(_Compat(obj)).view(np.bool_)
     return np.from_dlpack(obj)
 
 
 def _check_torch_has(obj, torch):
-    name = getattr(obj, "dtype", None)
-    name = name.numpy_name if isinstance(name, types.DALIDataType) else name
+    name = _dtype_name(obj)
     if name in ("uint16", "uint32", "uint64") and not hasattr(torch, name):
         raise _ladle.UnsupportedError(
             f"torch {torch.__version__} has no {name} tensors (PyTorch 2.3 added them): cast the output in the "
@@ -76,7 +82,7 @@ def torch_from_capsule(obj, **dlpack_kwargs):
 
     _check_torch_has(obj, torch)
     if _is_bool(obj) and not _takes_dlpack_bool("torch"):
-        return torch.utils.dlpack.from_dlpack(obj._dlpack_u8(**dlpack_kwargs)).view(torch.bool)
+        return torch.utils.dlpack.from_dlpack(obj._dlpack_compat(**dlpack_kwargs)).view(torch.bool)
     return torch.utils.dlpack.from_dlpack(obj.__dlpack__(**dlpack_kwargs))
 
 
@@ -87,8 +93,20 @@ def to_torch_tensor(obj):
 
     _check_torch_has(obj, torch)
     if _is_bool(obj) and not _takes_dlpack_bool("torch"):
-        return torch.from_dlpack(_AsUint8(obj)).view(torch.bool)
+        return torch.from_dlpack(_Compat(obj)).view(torch.bool)
     return torch.from_dlpack(obj)
+
+
+def _host_copy(obj):
+    """A NumPy copy of a GPU ladle batch or sample of any dtype (through torch)."""
+    import torch
+
+    name = _dtype_name(obj)
+    compat = (name in ("uint16", "uint32", "uint64") and not hasattr(torch, name)) or \
+        (name == "bool" and not _takes_dlpack_bool("torch"))
+    if compat:
+        return torch.from_dlpack(_Compat(obj)).cpu().numpy().view(name)
+    return torch.from_dlpack(obj).cpu().numpy()
 
 
 
@@ -121,8 +139,8 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
-    def _dlpack_u8(self, **kw):
-        return self._view._dlpack_u8(**kw)
+    def _dlpack_compat(self, **kw):
+        return self._view._dlpack_compat(**kw)
 
     def __dlpack_device__(self):
         return self._view.__dlpack_device__()
@@ -246,7 +264,7 @@ class TensorList:
             import torch
         except ImportError:
             raise _ladle.NotAvailableError("as_cpu() of a GPU batch needs PyTorch for the copy") from None
-        samples = [to_torch_tensor(self._batch.sample(i)).cpu().numpy() for i in range(len(self))]
+        samples = [_host_copy(self._batch.sample(i)) for i in range(len(self))]
         return TensorList(batch_from_samples(samples, layout=self._batch.layout))
 
     def __array__(self, dtype=None):
@@ -256,8 +274,8 @@ class TensorList:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._batch.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
-    def _dlpack_u8(self, **kw):
-        return self._batch._dlpack_u8(**kw)
+    def _dlpack_compat(self, **kw):
+        return self._batch._dlpack_compat(**kw)
 
     def __dlpack_device__(self):
         return self._batch.__dlpack_device__()

@@ -5,7 +5,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import types
-from ..tensors import TensorList, batch_from_samples, to_numpy, to_torch_tensor
+from ..tensors import TensorList, _host_copy, batch_from_samples, to_numpy, to_torch_tensor
 
 # Element types ladle has; other NumPy types are converted on the way in
 # (float64 -> float32, bool -> uint8, other integers -> int32 or int64).
@@ -97,7 +97,7 @@ class Tensor:
         """This sample in host memory (itself when it is there already)."""
         if self.device == "cpu":
             return self
-        return Tensor(TensorList(batch_from_samples([self.torch().cpu().numpy()], layout=self.layout or None)))
+        return Tensor(TensorList(batch_from_samples([_host_copy(self._view())], layout=self.layout or None)))
 
     def gpu(self):
         """This sample in GPU memory (a copy; itself when it is there already)."""

@@ -85,7 +85,7 @@ def test_bool_uses_dlpack_bool_where_the_consumer_has_it():
         pass
     assert capsule_dtype in (None, np.bool_)
     # the uint8 form carries the same bytes
-    u8 = np.from_dlpack(ladle.tensors._AsUint8(b))
+    u8 = np.from_dlpack(ladle.tensors._Compat(b))
     assert u8.dtype == np.uint8 and u8.tolist() == [[1, 0, 1]]
     assert to_numpy(b).dtype == np.bool_ and to_numpy(b).tolist() == [[True, False, True]]
 
@@ -106,12 +106,14 @@ def test_bool_dlpack_code_is_kdlbool():
     codes = {}
     for name in NAMES:
         b = _ladle.batch_from_buffer(sample_array(name, (2, 2)))
-        for key, cap in (("std", b.__dlpack__()), ("u8", b._dlpack_u8())):
+        for key, cap in (("std", b.__dlpack__()), ("u8", b._dlpack_compat())):
             t = DLTensor.from_address(get(cap, b"dltensor"))
             codes[name, key] = (t.dtype.code, t.dtype.bits, t.dtype.lanes)
     assert codes["bool", "std"] == (6, 8, 1) and codes["bool", "u8"] == (1, 8, 1)
     assert codes["int8", "std"] == (0, 8, 1) and codes["uint16", "std"] == (1, 16, 1)
-    assert codes["float64", "std"] == (2, 64, 1) and codes["uint64", "u8"] == (1, 64, 1)
+    assert codes["float64", "std"] == (2, 64, 1) and codes["uint64", "std"] == (1, 64, 1)
+    assert codes["uint64", "u8"] == (0, 64, 1) and codes["uint16", "u8"] == (0, 16, 1)  # same bytes, signed
+    assert codes["uint8", "u8"] == (1, 8, 1) and codes["float16", "u8"] == (2, 16, 1)
 
 
 def test_non_numeric_buffers_are_refused_clearly():
@@ -270,3 +272,12 @@ def test_webdataset_reads_every_dtype(tmp_path):
             assert tl.at(0).dtype == np.dtype(n)
             np.testing.assert_array_equal(tl.at(0), want)
         pipe.close()
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_host_copy_through_torch_takes_every_dtype(name):
+    # as_cpu() of a GPU batch copies through torch, also for types torch lacks (same bytes, viewed back)
+    a = sample_array(name, (2, 3), seed=4)
+    b = _ladle.batch_from_buffer(a)
+    np.testing.assert_array_equal(ladle.tensors._host_copy(b.sample(1)), a[1])
+    assert ladle.tensors._host_copy(b).dtype == np.dtype(name)
