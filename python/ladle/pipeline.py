@@ -244,6 +244,12 @@ def _as_batch(data, layout, cuda_stream=0, copy=True, name=None):
         data = [x.detach().cpu().numpy() if _is_torch(x) else x for x in data]
         for i, x in enumerate(data):
             _check_numeric(types.to_dtype, _sample_dtype(x), name, i)
+    elif isinstance(data, _types.GeneratorType):
+        raise _ladle.InvalidArgumentError(
+            f"{_where(name)}: got a generator where a batch was expected; pass the generator function itself as "
+            "source= (it is called once per epoch), or a batch (a list of arrays or an [N, ...] array)")
+    elif not isinstance(data, np.ndarray):
+        _check_numeric(types.to_dtype, _sample_dtype(data), name)
     return as_tensor_list(data, layout=layout)._batch
 
 
@@ -289,16 +295,19 @@ def _sample_dtype(x):
             return np.dtype(object)
 
 
+def _where(name):
+    return f"external_source {name!r}" if name else "feed_input"
+
+
 def _check_numeric(convert, dtype, name, sample=None):
     """Raises InvalidArgumentError naming the source (and sample) when data
     of `dtype` cannot be a ladle batch (objects, strings, complex ...)."""
     try:
         convert(dtype)
     except ValueError as e:
-        where = f"external_source {name!r}" if name else "feed_input"
         what = f"sample {sample}" if sample is not None else "the data"
         raise _ladle.InvalidArgumentError(
-            f"{where}: {what}: {e}. Ragged nested lists become object arrays: give each sample as an array "
+            f"{_where(name)}: {what}: {e}. Ragged nested lists become object arrays: give each sample as an array "
             "of numbers (np.asarray(sample, dtype=...))") from None
 
 def _is_torch(x):

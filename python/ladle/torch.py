@@ -138,13 +138,8 @@ class LastBatchPolicy(enum.Enum):
     PARTIAL = 2
 
 
-to_torch_type = {
-    types.UINT8: torch.uint8,
-    types.INT32: torch.int32,
-    types.INT64: torch.int64,
-    types.FLOAT: torch.float32,
-    types.FLOAT16: torch.float16,
-}
+# DALI's table, plus the unsigned types where this torch has them (2.3+).
+to_torch_type = {t: getattr(torch, t.numpy_name) for t in types.DALIDataType if hasattr(torch, t.numpy_name)}
 
 
 def _policy(value):

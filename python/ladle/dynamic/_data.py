@@ -7,26 +7,16 @@ from .. import _ladle
 from .. import types
 from ..tensors import TensorList, _host_copy, batch_from_samples, to_numpy, to_torch_tensor
 
-# Element types ladle has; other NumPy types are converted on the way in
-# (float64 -> float32, bool -> uint8, other integers -> int32 or int64).
-_NUMPY_OK = frozenset({"uint8", "int32", "int64", "float32", "float16"})
-
-
 def _ladle_array(a):
-    """`a` as a C-contiguous NumPy array of a ladle element type."""
+    """`a` as a C-contiguous NumPy array of a ladle element type (any numeric
+    or bool type in native byte order; others fail naming the type)."""
     a = np.asarray(a)
-    name = a.dtype.name
-    if name not in _NUMPY_OK:
-        if a.dtype == np.float64:
-            a = a.astype(np.float32)
-        elif a.dtype == np.bool_:
-            a = a.astype(np.uint8)
-        elif a.dtype.kind in "iu":
-            a = a.astype(np.int64 if a.dtype.itemsize > 4 or a.dtype == np.uint32 else np.int32)
-        else:
-            raise _ladle.InvalidArgumentError(
-                f"ladle.dynamic: element type {name} is not supported (use uint8, int32, int64, float16 or float32)"
-            )
+    try:
+        types.to_dtype(a.dtype.newbyteorder("=") if a.dtype.kind in "iufb" else a.dtype)
+    except ValueError as e:
+        raise _ladle.InvalidArgumentError(f"ladle.dynamic: {e}") from None
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
     # (np.ascontiguousarray would turn a 0-d array into a 1-d one.)
     return a if a.flags["C_CONTIGUOUS"] else a.copy(order="C")
 

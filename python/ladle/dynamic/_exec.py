@@ -256,14 +256,12 @@ def _tensor_of(x):
 
 
 def _arg_batch(value, public, key):
-    """A per-sample argument as a CPU Batch of scalars (int32 or float32)."""
+    """A per-sample argument as a CPU Batch of scalars (given batches keep their
+    dtype; Python values become int32 or float32)."""
     if isinstance(value, Tensor):
         value = value._as_batch()
     if isinstance(value, (Batch, TensorList)):
-        b = as_batch(value).cpu()
-        if b.dtype == types.FLOAT16:
-            b = batch([np.asarray(t).astype(np.float32) for t in b.tensors])
-        return b
+        return as_batch(value).cpu()  # per-sample values of any numeric dtype
     arrays = [_host_array(v) for v in value]
     if any(a.size != 1 for a in arrays):
         raise _ladle.InvalidArgumentError(f"{public}: argument {key!r}: per-sample values must be scalars")

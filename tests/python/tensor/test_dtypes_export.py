@@ -231,6 +231,27 @@ def test_external_source_non_numeric_data_fail_clearly():
     with pytest.raises(ladle.InvalidArgumentError, match="not a batch"):
         with ladle.Pipeline(batch_size=1):
             fn.external_source(source=lambda: 5, name="bad")
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(name="fed", dtype=types.FLOAT, ndim=1))
+    with pytest.raises(ladle.InvalidArgumentError, match="external_source 'fed': got a generator.*generator function"):
+        pipe.feed_input("fed", (np.zeros(2, np.float32) for _ in range(2)))
+    with pytest.raises(ladle.InvalidArgumentError, match="external_source 'fed': the data: strings"):
+        pipe.feed_input("fed", "abc")
+    pipe.close()
+
+
+def test_callable_returning_a_generator_is_a_generator_function():
+    def gen(n):
+        for i in range(n):
+            yield [np.full((2,), i, np.int16)]
+
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.external_source(source=lambda: gen(2)))  # not itself a generator function
+    got = run_all(pipe, epochs=2)
+    assert [g if g == "end" else g[0].tolist() for g in got] == [[0, 0], [1, 1], "end", [0, 0], [1, 1], "end"]
+    pipe.close()
 
 
 @pytest.mark.parametrize("name", NAMES)

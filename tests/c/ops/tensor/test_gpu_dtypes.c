@@ -17,23 +17,12 @@ int main(void) {
 
 #else
 
-#include <cuda_runtime_api.h>
-
 #include "cuda/runtime.h"
 #include "ops/geometry/normalize_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/tensor/dtype_values.h"
 #include "test.h"
-
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    test_checks++;                                                                           \
-    if (e_ != cudaSuccess) {                                                                 \
-      test_failures++;                                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    }                                                                                        \
-  } while (0)
+#include "test_cuda.h"
 
 static void *stream;
 
