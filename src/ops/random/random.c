@@ -15,7 +15,8 @@ static const ladle_arg_schema coin_args[COIN_COUNT] = {
         .doc = "Probability of a 1."},
     [COIN_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1e9),
         .doc = "Shape of each sample's output; default: a scalar."},
-    [COIN_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_INT32), .doc = "Output type (INT32 by default)."},
+    [COIN_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_INT32),
+        .doc = "Output type (INT32 by default), any dtype (DALI 2.4 takes UINT8, INT32 and BOOL)."},
 };
 
 enum { UNI_RANGE, UNI_VALUES, UNI_SHAPE, UNI_DTYPE, UNI_COUNT };
@@ -26,7 +27,10 @@ static const ladle_arg_schema uniform_args[UNI_COUNT] = {
         .doc = "If given, values are drawn uniformly from this list instead."},
     [UNI_SHAPE] = {LADLE_OPTIONAL_ARG("shape", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1e9),
         .doc = "Shape of each sample's output; default: a scalar."},
-    [UNI_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .doc = "Output type (FLOAT by default)."},
+    [UNI_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32),
+        .doc = "Output type (FLOAT by default), any dtype: the value drawn in double precision, converted as "
+               "fn.cast converts (integers: round to nearest even, saturate; BOOL: != 0). DALI 2.4 takes all "
+               "but FLOAT16 and BOOL."},
 };
 
 static ladle_status random_init(ladle__node *n, int arg_shape, int arg_dtype) {
