@@ -114,12 +114,20 @@ typedef enum ladle_dtype {
   LADLE_FLOAT32 = 2,
   LADLE_FLOAT16 = 3,
   LADLE_INT64 = 4,
+  LADLE_INT8 = 5,
+  LADLE_INT16 = 6,
+  LADLE_UINT16 = 7,
+  LADLE_UINT32 = 8,
+  LADLE_UINT64 = 9,
+  LADLE_FLOAT64 = 10,
+  LADLE_BOOL = 11, /* one byte, 0 or 1 */
   LADLE_DTYPE_COUNT
 } ladle_dtype;
 
 /** Bytes per element of the type, 0 for an invalid value. */
 LADLE_API size_t ladle_dtype_size(ladle_dtype dtype);
-/** "uint8", "int32", "float32", "float16", "int64". Static. */
+/** "uint8", "int32", "float32", "float16", "int64", "int8", "int16", "uint16",
+ * "uint32", "uint64", "float64", "bool" (NumPy's names). Static. */
 LADLE_API const char *ladle_dtype_name(ladle_dtype dtype);
 
 /* Values match DLPack's DLDeviceType. */

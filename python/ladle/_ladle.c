@@ -120,16 +120,21 @@ static DLDevice dl_device_of(const ladle_batch *b) {
   return d;
 }
 
-static DLDataType dl_dtype_of(ladle_dtype dtype) {
+/* compat: the same bytes as types older consumers know: bool as kDLUInt 8
+ * (0 or 1; NumPy < 1.25 and PyTorch < 2.0 lack kDLBool), uint16/32/64 as
+ * kDLInt (PyTorch < 2.3 lacks them); the Python side views the result as the
+ * real type. */
+static DLDataType dl_dtype_of(ladle_dtype dtype, int compat) {
   DLDataType t = {kDLUInt, 8, 1};
   switch (dtype) {
-    case LADLE_UINT8: t.code = kDLUInt; t.bits = 8; break;
-    case LADLE_INT32: t.code = kDLInt; t.bits = 32; break;
-    case LADLE_FLOAT32: t.code = kDLFloat; t.bits = 32; break;
-    case LADLE_FLOAT16: t.code = kDLFloat; t.bits = 16; break;
-    case LADLE_INT64: t.code = kDLInt; t.bits = 64; break;
+    case LADLE_UINT8: t.code = kDLUInt; break;
+    case LADLE_UINT16: case LADLE_UINT32: case LADLE_UINT64: t.code = compat ? kDLInt : kDLUInt; break;
+    case LADLE_INT8: case LADLE_INT16: case LADLE_INT32: case LADLE_INT64: t.code = kDLInt; break;
+    case LADLE_FLOAT16: case LADLE_FLOAT32: case LADLE_FLOAT64: t.code = kDLFloat; break;
+    case LADLE_BOOL: t.code = compat ? kDLUInt : kDLBool; break;
     default: break;
   }
+  t.bits = (uint8_t)(8 * ladle_dtype_size(dtype));
   return t;
 }
 
@@ -222,7 +227,7 @@ static int consumer_stream(PyObject *obj, void **stream) {
 /* Exports sample `sample` of `b` (or, for sample < 0, the whole batch as one
  * [N, ...] tensor) following the __dlpack__ keywords. */
 static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyObject *max_version,
-                               PyObject *dl_device, PyObject *copy) {
+                               PyObject *dl_device, PyObject *copy, int compat) {
   int versioned = 0;
   if (max_version != Py_None) {
     if (!PyTuple_Check(max_version) || PyTuple_GET_SIZE(max_version) != 2) {
@@ -327,7 +332,7 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
   t->data = ladle_batch_num_samples(b) > 0 ? ladle_batch_data(b, sample < 0 ? 0 : sample) : NULL;
   t->device = dev;
   t->ndim = out_ndim;
-  t->dtype = dl_dtype_of(ladle_batch_dtype(b));
+  t->dtype = dl_dtype_of(ladle_batch_dtype(b), compat);
   t->shape = ctx->shape;
   t->strides = ctx->strides;
   t->byte_offset = 0;
@@ -461,12 +466,20 @@ static PyObject *batch_sample(BatchObject *self, PyObject *arg) {
   return (PyObject *)s;
 }
 
-static PyObject *batch_dlpack(BatchObject *self, PyObject *args, PyObject *kw) {
+static PyObject *batch_export(BatchObject *self, PyObject *args, PyObject *kw, int compat) {
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", dlpack_kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  return export_dlpack(self->batch, -1, stream, max_version, dl_device, copy);
+  return export_dlpack(self->batch, -1, stream, max_version, dl_device, copy, compat);
+}
+
+static PyObject *batch_dlpack(BatchObject *self, PyObject *args, PyObject *kw) {
+  return batch_export(self, args, kw, 0);
+}
+
+static PyObject *batch_dlpack_compat(BatchObject *self, PyObject *args, PyObject *kw) {
+  return batch_export(self, args, kw, 1);
 }
 
 static PyObject *dlpack_device_tuple(const ladle_batch *b) {
@@ -490,7 +503,7 @@ static PyObject *batch_repr(BatchObject *self) {
 
 static PyGetSetDef batch_getset[] = {
     {"num_samples", (getter)batch_get_num_samples, NULL, "Samples in the batch.", NULL},
-    {"dtype", (getter)batch_get_dtype, NULL, "Element type name: uint8, int32, float32, float16, int64.", NULL},
+    {"dtype", (getter)batch_get_dtype, NULL, "Element type name (NumPy's: uint8, int32, float32, float64, bool, ...).", NULL},
     {"ndim", (getter)batch_get_ndim, NULL, "Dimensions per sample.", NULL},
     {"layout", (getter)batch_get_layout, NULL, "Layout letters per sample, e.g. \"HWC\"; \"\" when none.", NULL},
     {"device", (getter)batch_get_device, NULL, "\"cpu\" or \"cuda\".", NULL},
@@ -508,6 +521,9 @@ static PyMethodDef batch_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))batch_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): the dense batch as one "
      "[N, ...] tensor."},
+    {"_dlpack_compat", (PyCFunction)(void (*)(void))batch_dlpack_compat, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__ with bool as uint8 and uint16/32/64 as int16/32/64 (the same bytes), for consumers without "
+     "those types."},
     {"__dlpack_device__", (PyCFunction)batch_dlpack_device, METH_NOARGS, "(device_type, device_id)."},
     {NULL},
 };
@@ -534,12 +550,20 @@ static void sample_dealloc(SampleObject *self) {
   PyObject_Free(self);
 }
 
-static PyObject *sample_dlpack(SampleObject *self, PyObject *args, PyObject *kw) {
+static PyObject *sample_export(SampleObject *self, PyObject *args, PyObject *kw, int compat) {
   PyObject *stream = Py_None, *max_version = Py_None, *dl_device = Py_None, *copy = Py_None;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "|$OOOO:__dlpack__", dlpack_kwlist, &stream, &max_version,
                                    &dl_device, &copy))
     return NULL;
-  return export_dlpack(self->batch, self->index, stream, max_version, dl_device, copy);
+  return export_dlpack(self->batch, self->index, stream, max_version, dl_device, copy, compat);
+}
+
+static PyObject *sample_dlpack(SampleObject *self, PyObject *args, PyObject *kw) {
+  return sample_export(self, args, kw, 0);
+}
+
+static PyObject *sample_dlpack_compat(SampleObject *self, PyObject *args, PyObject *kw) {
+  return sample_export(self, args, kw, 1);
 }
 
 static PyObject *sample_dlpack_device(SampleObject *self, PyObject *unused) {
@@ -576,6 +600,9 @@ static PyGetSetDef sample_getset[] = {
 static PyMethodDef sample_methods[] = {
     {"__dlpack__", (PyCFunction)(void (*)(void))sample_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): the sample as a tensor."},
+    {"_dlpack_compat", (PyCFunction)(void (*)(void))sample_dlpack_compat, METH_VARARGS | METH_KEYWORDS,
+     "__dlpack__ with bool as uint8 and uint16/32/64 as int16/32/64 (the same bytes), for consumers without "
+     "those types."},
     {"__dlpack_device__", (PyCFunction)sample_dlpack_device, METH_NOARGS, "(device_type, device_id)."},
     {NULL},
 };
@@ -695,7 +722,7 @@ static int to_dtype(const ladle_op_schema *op, const ladle_arg_schema *as, PyObj
         *out = d;
         return 0;
       }
-    bad_value(op, as, obj, " (use uint8, int32, float32, float16 or int64)");
+    bad_value(op, as, obj, " (use a NumPy type name: uint8, int32, float32, float64, bool, ...)");
     return -1;
   }
   if (to_int(op, as, obj, out) < 0) return -1;
@@ -1515,6 +1542,8 @@ static PyObject *mod_op_schemas(PyObject *m, PyObject *unused) {
 
 /* The ladle dtype of a buffer's struct format, or -1. */
 static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
+  static const ladle_dtype sint[] = {LADLE_INT8, LADLE_INT16, LADLE_INT32, LADLE_INT64};
+  static const ladle_dtype uint[] = {LADLE_UINT8, LADLE_UINT16, LADLE_UINT32, LADLE_UINT64};
   if (!format) return LADLE_UINT8; /* plain bytes */
   if (*format == '@' || *format == '=') format++;
 #if PY_LITTLE_ENDIAN
@@ -1523,15 +1552,15 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
   if (*format == '>' || *format == '!') format++;
 #endif
   if (strlen(format) != 1) return -1;
+  int log = itemsize == 1 ? 0 : itemsize == 2 ? 1 : itemsize == 4 ? 2 : itemsize == 8 ? 3 : -1;
+  if (log < 0) return -1;
   switch (*format) {
-    case 'B': return LADLE_UINT8;
-    case 'e': return LADLE_FLOAT16;
-    case 'f': return LADLE_FLOAT32;
-    case 'h':
-    case 'i':
-    case 'l':
-    case 'q':
-      return itemsize == 4 ? LADLE_INT32 : itemsize == 8 ? LADLE_INT64 : -1;
+    case '?': return itemsize == 1 ? LADLE_BOOL : -1;
+    case 'e': return itemsize == 2 ? LADLE_FLOAT16 : -1;
+    case 'f': return itemsize == 4 ? LADLE_FLOAT32 : -1;
+    case 'd': return itemsize == 8 ? LADLE_FLOAT64 : -1;
+    case 'b': case 'h': case 'i': case 'l': case 'q': case 'n': return sint[log];
+    case 'B': case 'H': case 'I': case 'L': case 'Q': case 'N': return uint[log];
     default: return -1;
   }
 }
@@ -1551,8 +1580,8 @@ static PyObject *mod_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw
   int dtype = dtype_of_format(view.format, view.itemsize);
   if (dtype < 0) {
     raise_format(LADLE_ERROR_UNSUPPORTED,
-                 "batch_from_buffer: element format '%s' is not a ladle dtype "
-                 "(use uint8, int32, int64, float16 or float32)",
+                 "batch_from_buffer: element format '%s' is not a ladle dtype (a numeric or bool "
+                 "array is needed: int8..int64, uint8..uint64, float16, float32, float64 or bool)",
                  view.format ? view.format : "B");
     goto done;
   }
@@ -1698,20 +1727,23 @@ static void run_deferred_deleters(void) {
 
 static int dtype_from_dl(DLDataType t, ladle_dtype *out) {
   if (t.lanes != 1) return -1;
-  if (t.code == kDLUInt && t.bits == 8) *out = LADLE_UINT8;
-  else if (t.code == kDLInt && t.bits == 32) *out = LADLE_INT32;
-  else if (t.code == kDLInt && t.bits == 64) *out = LADLE_INT64;
-  else if (t.code == kDLFloat && t.bits == 32) *out = LADLE_FLOAT32;
-  else if (t.code == kDLFloat && t.bits == 16) *out = LADLE_FLOAT16;
-  else return -1;
-  return 0;
+  for (int d = 0; d < LADLE_DTYPE_COUNT; d++) {
+    DLDataType c = dl_dtype_of((ladle_dtype)d, 0);
+    if (c.code == t.code && c.bits == t.bits) {
+      *out = (ladle_dtype)d;
+      return 0;
+    }
+  }
+  return -1;
 }
 
 static PyObject *mod_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"tensor", "stream", "layout", NULL};
+  static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", NULL};
   PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL;
   const char *layout = NULL;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Oz:batch_from_dlpack", kwlist, &obj, &stream, &layout)) return NULL;
+  int as_bool = 0; /* a uint8 tensor of 0/1 that is a bool tensor (PyTorch < 2.0 exports bool so) */
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Ozp:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool))
+    return NULL;
   run_deferred_deleters();
   if (stream == Py_None) {
     capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
@@ -1730,11 +1762,12 @@ static PyObject *mod_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw
   ladle_dtype dtype;
   if (dtype_from_dl(t->dtype, &dtype) < 0) {
     raise_format(LADLE_ERROR_INVALID_ARGUMENT,
-                 "batch_from_dlpack: element type (code %d, %d bits, %d lanes) is not a ladle dtype (use uint8, "
-                 "int32, int64, float16 or float32)",
+                 "batch_from_dlpack: element type (code %d, %d bits, %d lanes) is not a ladle dtype (a numeric "
+                 "or bool tensor is needed: int8..int64, uint8..uint64, float16, float32, float64 or bool)",
                  (int)t->dtype.code, (int)t->dtype.bits, (int)t->dtype.lanes);
     goto done;
   }
+  if (as_bool && dtype == LADLE_UINT8) dtype = LADLE_BOOL;
   if (t->ndim < 1 || t->ndim > LADLE_MAX_NDIM + 1) {
     raise_format(LADLE_ERROR_INVALID_ARGUMENT,
                  "batch_from_dlpack: expects a tensor [num_samples, ...] of 1 to %d dimensions, got %d",

@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _ladle
 from . import types
-from .pipeline import DataNode, Pipeline, _check_node, op_schemas
+from .pipeline import DataNode, Pipeline, _check_node, _infer_type, _Source, op_schemas
 
 # Argument type numbers (ladle_arg_type).
 _INT, _FLOAT, _BOOL, _STRING, _INTS, _FLOATS, _STRINGS, _DTYPE = range(8)
@@ -261,7 +261,7 @@ _generated_external_source = globals()["external_source"]  # made by _populate()
 
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
                     batch=True, batch_info=False, no_copy=False, **kwargs):
-    """fn.external_source(source=None, *, name=None, device="cpu", dtype=UINT8, ndim=None, layout=None,
+    """fn.external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None,
     cycle=None, batch=True, batch_info=False, no_copy=False)
 
     Data the application supplies, one batch per iteration: fed with
@@ -283,8 +283,16 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
     Fed arrays and tensors are copied unless no_copy=True (then they must not
     change until their iteration has run; see Pipeline.feed_input).
 
-    ndim defaults to len(layout), else 3; layout defaults to "HWC" for ndim 3.
-    Encoded files (JPEG bytes) are dtype=UINT8, ndim=1. DALI's parallel,
+    A generator function as `source` is called once per epoch and its
+    generator gives the batches (as in DALI).
+
+    Without dtype (and without ndim and layout), the first batch `source`
+    gives decides them, as in DALI (so `source` is asked for it when the
+    graph is defined); a source fed with feed_input only defaults to
+    dtype=UINT8. ndim defaults to len(layout), else 3; layout defaults to
+    "HWC" for ndim 3. Data that differ from the declared dtype or ndim fail
+    with an error naming the source. Encoded files (JPEG bytes) are
+    dtype=UINT8, ndim=1. DALI's parallel,
     cuda_stream and the like are accepted and ignored (with a warning).
     """
     pipe = Pipeline.current()
@@ -304,14 +312,25 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
             and iter(source) is source:
         raise _ladle.InvalidArgumentError("fn.external_source: cycle needs an iterable that can be iterated again "
                                           "(a list, not an iterator or generator)")
+    src = None
+    if source is not None:
+        src = _Source(name, source, cycle, bool(batch), bool(batch_info), pipe.max_batch_size)
+        if dtype is None or (ndim is None and layout is None):
+            # As DALI: the first batch the source gives decides what is left out.
+            first = src.peek()
+            if first is not None:
+                got_dtype, got_ndim = _infer_type(first, bool(batch), name or "external_source")
+                dtype = got_dtype if dtype is None else dtype
+                if ndim is None and layout is None:
+                    ndim = got_ndim
     layout = str(layout) if layout is not None else None
     if ndim is None:
         ndim = len(layout) if layout else 3
     if layout is None:
         layout = "HWC" if ndim == 3 else ""
-    node = _generated_external_source(device=device, name=name, dtype=types.UINT8 if dtype is None else dtype,
-                                      ndim=int(ndim), layout=layout)
-    pipe._add_source(node.name, source, cycle, bool(batch), bool(batch_info), bool(no_copy))
+    dtype = types.UINT8 if dtype is None else types.to_dtype(dtype)
+    node = _generated_external_source(device=device, name=name, dtype=dtype, ndim=int(ndim), layout=layout)
+    pipe._add_source(node.name, src, no_copy, dtype, ndim)
     return node
 
 

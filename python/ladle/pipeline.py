@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import threading
+import types as _types
 import warnings
 
 import numpy as np
@@ -96,6 +97,13 @@ def _default_device(device_id):
     return int(local_rank) if int(local_rank) < int(info.get("cuda_devices", 0)) else -1
 
 
+def _unwrap(f):
+    """The function under functools.partial and decorators."""
+    while isinstance(f, functools.partial):
+        f = f.func
+    return inspect.unwrap(f) if callable(f) else f
+
+
 class _Source:
     """An external_source's `source`, asked for one batch per iteration until
     it raises StopIteration (the end of an epoch).
@@ -117,7 +125,11 @@ class _Source:
         self._in_epoch = 0  # samples given in this epoch (batch=False)
         self._iter = None
         self._takes_arg = False
-        if callable(source):
+        self._pending = []  # items pulled ahead (to infer the dtype), given first
+        # A generator function is called once per epoch, and its generator
+        # gives the items (as DALI does); any other callable is called per item.
+        self._factory = callable(source) and inspect.isgeneratorfunction(_unwrap(source))
+        if callable(source) and not self._factory:
             try:
                 params = [p for p in inspect.signature(source).parameters.values()
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
@@ -125,19 +137,43 @@ class _Source:
             except (TypeError, ValueError):  # builtins without a signature
                 pass
 
+    def _new_iter(self):
+        it = self.source() if self._factory else self.source
+        return iter(it)
+
     def _pull(self, info):
         """One item (a batch, or a sample with batch=False); raises StopIteration at the end."""
-        if callable(self.source):
-            return self.source(info) if self._takes_arg else self.source()
+        if self._pending:
+            return self._pending.pop(0)
+        if callable(self.source) and not self._factory:
+            item = self.source(info) if self._takes_arg else self.source()
+            if not isinstance(item, _types.GeneratorType):
+                return item
+            # A callable that returns a generator (a lambda or partial of a
+            # generator function): a generator function from now on.
+            self._factory, self._iter = True, item
         if self._iter is None:
-            self._iter = iter(self.source)
+            self._iter = self._new_iter()
         try:
             return next(self._iter)
         except StopIteration:
             if self.cycle not in (True, "quiet"):
                 raise
-            self._iter = iter(self.source)
+            self._iter = self._new_iter()
             return next(self._iter)
+
+    def peek(self):
+        """The first item of the epoch, pulled ahead (None if the source is
+        empty): what the dtype and rank are inferred from."""
+        if not self._pending:
+            info = types.BatchInfo(0, self.epoch) if self.batch_info else 0
+            if not self.batch:
+                info = types.SampleInfo(0, 0, 0, self.epoch)
+            try:
+                self._pending.append(self._pull(info))
+            except StopIteration:
+                return None
+        return self._pending[0]
 
     def next(self):
         """The next batch, or None when the source ran out (it is then exhausted).
@@ -169,16 +205,19 @@ class _Source:
         the source can go on (see the class)."""
         if callable(self.source) or self.cycle == "raise":
             self._iter = None
+            self._pending = []
             self.exhausted = False
             self.iteration = self._in_epoch = 0
             self.epoch += 1
 
 
-def _as_batch(data, layout, cuda_stream=0, copy=True):
+def _as_batch(data, layout, cuda_stream=0, copy=True, name=None):
     """A _Batch for feed_input (see there). NumPy arrays and torch tensors of
     [N, ...] go in through DLPack, copied first unless `copy` is False (a CUDA
     tensor is ordered before `cuda_stream`); a list of samples is copied into
-    one batch; ladle's own TensorLists are taken as they are."""
+    one batch; ladle's own TensorLists are taken as they are. Bool data go in
+    as uint8 bytes marked bool (NumPy < 1.25 and PyTorch < 2.0 have no DLPack
+    bool)."""
     layout = None if layout is None else str(layout)
     if isinstance(data, TensorList):
         return data._batch
@@ -189,17 +228,88 @@ def _as_batch(data, layout, cuda_stream=0, copy=True):
 
         t = data.detach()
         t = t.clone(memory_format=torch.contiguous_format) if copy else t.contiguous()
-        return _ladle.batch_from_dlpack(t, stream=_dlpack_stream(t, cuda_stream), layout=layout)
-    if isinstance(data, np.ndarray) and data.ndim >= 1 and data.dtype.name in _ZERO_COPY_TYPES \
-            and (copy or data.flags["C_CONTIGUOUS"]):
-        return _ladle.batch_from_dlpack(np.array(data, order="C", copy=True) if copy else data, layout=layout)
+        _check_numeric(types.to_dtype, t.dtype, name)
+        is_bool = t.dtype == torch.bool
+        if is_bool:
+            t = t.view(torch.uint8)
+        return _ladle.batch_from_dlpack(t, stream=_dlpack_stream(t, cuda_stream), layout=layout, as_bool=is_bool)
+    if isinstance(data, np.ndarray):
+        _check_numeric(types.to_dtype, data.dtype, name)
+    if isinstance(data, np.ndarray) and data.ndim >= 1 and (copy or data.flags["C_CONTIGUOUS"]):
+        a = np.array(data, order="C", copy=True) if copy else data
+        if not a.dtype.isnative:
+            a = a.astype(a.dtype.newbyteorder("="))
+        is_bool = a.dtype == np.bool_
+        return _ladle.batch_from_dlpack(a.view(np.uint8) if is_bool else a, layout=layout, as_bool=is_bool)
     if isinstance(data, (list, tuple)):
         data = [x.detach().cpu().numpy() if _is_torch(x) else x for x in data]
+        for i, x in enumerate(data):
+            _check_numeric(types.to_dtype, _sample_dtype(x), name, i)
+    elif isinstance(data, _types.GeneratorType):
+        raise _ladle.InvalidArgumentError(
+            f"{_where(name)}: got a generator where a batch was expected; pass the generator function itself as "
+            "source= (it is called once per epoch), or a batch (a list of arrays or an [N, ...] array)")
+    elif not isinstance(data, np.ndarray):
+        _check_numeric(types.to_dtype, _sample_dtype(data), name)
     return as_tensor_list(data, layout=layout)._batch
 
 
-_ZERO_COPY_TYPES = frozenset({"uint8", "int32", "int64", "float16", "float32"})
+def _infer_type(item, batch, name):
+    """(DALIDataType, ndim) of a source's first item (a batch, or a sample
+    with batch=False), as DALI's external_source infers them without dtype."""
+    if batch and isinstance(item, TensorList):
+        return item.dtype, item._batch.ndim
+    if batch and isinstance(item, _ladle._Batch):
+        return types.from_dtype_name(item.dtype), item.ndim
+    if batch and (_is_torch(item) or isinstance(item, np.ndarray)):
+        if item.ndim < 1:
+            raise _ladle.InvalidArgumentError(
+                f"external_source {name!r}: the source gave a 0-d array as a batch; a batch is a list of samples "
+                "or an [N, ...] array (batch=False for one sample per call)")
+        _check_numeric(types.to_dtype, item.dtype, name)
+        return types.to_dtype(item.dtype), item.ndim - 1
+    if batch:
+        if not isinstance(item, (list, tuple)) or not item:
+            raise _ladle.InvalidArgumentError(
+                f"external_source {name!r}: the source gave {type(item).__name__!s}, not a batch (a non-empty list "
+                "of arrays, an [N, ...] array or tensor, or a TensorList)")
+        item = item[0]
+    if _is_torch(item):
+        _check_numeric(types.to_dtype, item.dtype, name, 0)
+        return types.to_dtype(item.dtype), item.dim()
+    dtype = _sample_dtype(item)
+    _check_numeric(types.to_dtype, dtype, name, 0)
+    return types.to_dtype(dtype), np.ndim(item)
 
+
+def _sample_dtype(x):
+    """The NumPy dtype a sample would have (object for ragged nested lists)."""
+    if isinstance(x, np.ndarray):
+        return x.dtype
+    if isinstance(x, (TensorList, _ladle._Batch)):
+        raise _ladle.InvalidArgumentError("feed_input: a list of samples cannot hold TensorLists")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # NumPy's warning on ragged nested lists
+        try:
+            return np.asarray(x).dtype
+        except ValueError:  # NumPy >= 1.24 refuses ragged nested lists
+            return np.dtype(object)
+
+
+def _where(name):
+    return f"external_source {name!r}" if name else "feed_input"
+
+
+def _check_numeric(convert, dtype, name, sample=None):
+    """Raises InvalidArgumentError naming the source (and sample) when data
+    of `dtype` cannot be a ladle batch (objects, strings, complex ...)."""
+    try:
+        convert(dtype)
+    except ValueError as e:
+        what = f"sample {sample}" if sample is not None else "the data"
+        raise _ladle.InvalidArgumentError(
+            f"{_where(name)}: {what}: {e}. Ragged nested lists become object arrays: give each sample as an array "
+            "of numbers (np.asarray(sample, dtype=...))") from None
 
 def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
@@ -399,6 +509,7 @@ class Pipeline:
         self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
         self._no_copy = {}  # external_source name -> its no_copy
+        self._source_types = {}  # external_source name -> (DALIDataType, ndim) it was declared or inferred with
         self._num_outputs = 0
         self._built = False
         self._op_list = []  # schema names in the order added: a checkpoint's graph fingerprint
@@ -504,10 +615,14 @@ class Pipeline:
             self._readers.append(name)
         return first, name
 
-    def _add_source(self, name, source, cycle=None, batch=True, batch_info=False, no_copy=False):
-        self._sources[name] = (_Source(name, source, cycle, batch, batch_info, self._batch_size)
-                               if source is not None else None)
+    def _add_source(self, name, source, no_copy, dtype, ndim):
+        """Registers external_source `name`: `source` is its _Source (None
+        when fed with feed_input), dtype and ndim what it was declared with."""
+        if source is not None:
+            source.name = name
+        self._sources[name] = source
         self._no_copy[name] = bool(no_copy)
+        self._source_types[name] = (types.to_dtype(dtype), int(ndim))
 
     def feed_input(self, data_node, data, layout=None):
         """Queues `data` for the external_source `data_node` (its DataNode or
@@ -523,7 +638,16 @@ class Pipeline:
             raise _ladle.InvalidArgumentError(f"feed_input: no external_source named {name!r} in the pipeline")
         handle = self._handle()
         handle.build()  # the CUDA stream that fed GPU tensors are ordered before exists from here
-        handle.feed(name, _as_batch(data, layout, handle.cuda_stream(), copy=not self._no_copy.get(name, False)))
+        batch = _as_batch(data, layout, handle.cuda_stream(), copy=not self._no_copy.get(name, False), name=name)
+        dtype, ndim = self._source_types.get(name, (None, None))
+        got = types.from_dtype_name(batch.dtype)
+        if dtype is not None and (got != dtype or batch.ndim != ndim):
+            raise _ladle.InvalidArgumentError(
+                f'external_source "{name}": fed {got.numpy_name} samples of rank {batch.ndim}; it was declared '
+                f"{dtype.numpy_name} of rank {ndim} (dtype=types.{dtype.name}, ndim={ndim}): convert the data "
+                f"(e.g. .astype(np.{dtype.numpy_name})) or declare dtype=types.{got.name}, ndim={batch.ndim} (or "
+                "leave dtype out to take the first batch's)")
+        handle.feed(name, batch)
 
     def _feed_from_sources(self):
         """Tops up the batches drawn from `source`s and not yet consumed to

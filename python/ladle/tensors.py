@@ -6,10 +6,108 @@ batch's memory stays valid for as long as any array or tensor made from it
 lives, even after the TensorList and the pipeline are gone.
 """
 
+import functools
+
 import numpy as np
 
 from . import _ladle
 from . import types
+
+
+# --- bool and unsigned types through DLPack --------------------------------
+# ladle exports bool as DLPack's kDLBool; NumPy < 1.25 and PyTorch < 2.0 do
+# not know it. For them the same bytes leave as uint8 (0 or 1) and are viewed
+# as bool on arrival: still no copy. Whether a consumer takes kDLBool is
+# probed once, on a one-element batch. PyTorch < 2.3 has no uint16/32/64:
+# to_torch refuses those clearly; internal copies (as_cpu) take them as the
+# signed type of the same width and view the NumPy result as unsigned.
+
+class _Compat:
+    """An object's __dlpack__ with bool as uint8 and uint16/32/64 as signed."""
+
+    def __init__(self, obj):
+        self._obj = obj
+
+    def __dlpack__(self, **kw):
+        return self._obj._dlpack_compat(**kw)
+
+    def __dlpack_device__(self):
+        return self._obj.__dlpack_device__()
+
+
+def _is_bool(obj):
+    return getattr(obj, "dtype", None) in ("bool", types.BOOL)
+
+
+def _dtype_name(obj):
+    name = getattr(obj, "dtype", None)
+    return name.numpy_name if isinstance(name, types.DALIDataType) else name
+
+
+@functools.lru_cache(maxsize=None)
+def _takes_dlpack_bool(consumer):
+    probe = _ladle.batch_from_buffer(np.zeros((1,), np.bool_))
+    try:
+        if consumer == "numpy":
+            np.from_dlpack(probe)
+        else:
+            import torch.utils.dlpack
+
+            torch.utils.dlpack.from_dlpack(probe.__dlpack__())
+        return True
+    except (TypeError, ValueError, RuntimeError, BufferError):
+        return False
+
+
+def to_numpy(obj):
+    """np.from_dlpack(obj) for a ladle batch, sample or Tensor of any dtype
+    (bool too, whatever the NumPy version). A view: no copy."""
+    if _is_bool(obj) and not _takes_dlpack_bool("numpy"):
+        return np.from_dlpack(_Compat(obj)).view(np.bool_)
+    return np.from_dlpack(obj)
+
+
+def _check_torch_has(obj, torch):
+    name = _dtype_name(obj)
+    if name in ("uint16", "uint32", "uint64") and not hasattr(torch, name):
+        raise _ladle.UnsupportedError(
+            f"torch {torch.__version__} has no {name} tensors (PyTorch 2.3 added them): cast the output in the "
+            f"pipeline first, e.g. fn.cast(x, dtype=types.INT{int(name[4:]) * 2 if name != 'uint64' else 64})")
+
+
+def torch_from_capsule(obj, **dlpack_kwargs):
+    """torch.utils.dlpack.from_dlpack(obj.__dlpack__(**dlpack_kwargs)) for a
+    ladle batch, sample or Tensor of any dtype (bool too on PyTorch 1.x)."""
+    import torch.utils.dlpack
+
+    _check_torch_has(obj, torch)
+    if _is_bool(obj) and not _takes_dlpack_bool("torch"):
+        return torch.utils.dlpack.from_dlpack(obj._dlpack_compat(**dlpack_kwargs)).view(torch.bool)
+    return torch.utils.dlpack.from_dlpack(obj.__dlpack__(**dlpack_kwargs))
+
+
+def to_torch_tensor(obj):
+    """torch.from_dlpack(obj) for a ladle batch, sample or Tensor of any
+    dtype (bool too on PyTorch 1.x). A view: no copy."""
+    import torch
+
+    _check_torch_has(obj, torch)
+    if _is_bool(obj) and not _takes_dlpack_bool("torch"):
+        return torch.from_dlpack(_Compat(obj)).view(torch.bool)
+    return torch.from_dlpack(obj)
+
+
+def _host_copy(obj):
+    """A NumPy copy of a GPU ladle batch or sample of any dtype (through torch)."""
+    import torch
+
+    name = _dtype_name(obj)
+    compat = (name in ("uint16", "uint32", "uint64") and not hasattr(torch, name)) or \
+        (name == "bool" and not _takes_dlpack_bool("torch"))
+    if compat:
+        return torch.from_dlpack(_Compat(obj)).cpu().numpy().view(name)
+    return torch.from_dlpack(obj).cpu().numpy()
+
 
 
 class Tensor:
@@ -41,13 +139,16 @@ class Tensor:
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
 
+    def _dlpack_compat(self, **kw):
+        return self._view._dlpack_compat(**kw)
+
     def __dlpack_device__(self):
         return self._view.__dlpack_device__()
 
     def __array__(self, dtype=None):
         if self._batch.device != "cpu":
             raise _ladle.StateError("the tensor is in GPU memory: copy it with as_cpu() first")
-        a = np.from_dlpack(self)
+        a = to_numpy(self)
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __repr__(self):
@@ -121,7 +222,7 @@ class TensorList:
     def at(self, i):
         """Sample i as a NumPy array that views ladle's memory (no copy)."""
         self._check_cpu("at")
-        return np.from_dlpack(self._batch.sample(self._index(i)))
+        return to_numpy(self._batch.sample(self._index(i)))
 
     def __getitem__(self, i):
         if isinstance(i, slice):
@@ -148,7 +249,7 @@ class TensorList:
         """The dense batch as one NumPy array [N, ...] (a view, no copy)."""
         self._check_cpu("as_array")
         self._check_dense("as_array")
-        return np.from_dlpack(self._batch)
+        return to_numpy(self._batch)
 
     def as_tensor(self):
         """The dense batch as one Tensor [N, ...] (a view, no copy)."""
@@ -163,7 +264,7 @@ class TensorList:
             import torch
         except ImportError:
             raise _ladle.NotAvailableError("as_cpu() of a GPU batch needs PyTorch for the copy") from None
-        samples = [torch.from_dlpack(self._batch.sample(i)).cpu().numpy() for i in range(len(self))]
+        samples = [_host_copy(self._batch.sample(i)) for i in range(len(self))]
         return TensorList(batch_from_samples(samples, layout=self._batch.layout))
 
     def __array__(self, dtype=None):
@@ -172,6 +273,9 @@ class TensorList:
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._batch.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
+
+    def _dlpack_compat(self, **kw):
+        return self._batch._dlpack_compat(**kw)
 
     def __dlpack_device__(self):
         return self._batch.__dlpack_device__()

@@ -117,6 +117,7 @@ import torch.utils.dlpack
 
 from . import _ladle
 from . import types
+from .tensors import torch_from_capsule
 
 __all__ = ["ClassificationIterator", "GenericIterator", "LastBatchPolicy", "RaggedIterator", "feed_ndarray",
            "to_torch_type"]
@@ -138,13 +139,8 @@ class LastBatchPolicy(enum.Enum):
     PARTIAL = 2
 
 
-to_torch_type = {
-    types.UINT8: torch.uint8,
-    types.INT32: torch.int32,
-    types.INT64: torch.int64,
-    types.FLOAT: torch.float32,
-    types.FLOAT16: torch.float16,
-}
+# DALI's table, plus the unsigned types where this torch has them (2.3+).
+to_torch_type = {t: getattr(torch, t.numpy_name) for t in types.DALIDataType if hasattr(torch, t.numpy_name)}
 
 
 def _policy(value):
@@ -180,13 +176,12 @@ def to_torch(tensor_list, name="output"):
             "per output: resize or crop to a fixed size in the pipeline")
     device_type, device_id = tensor_list.__dlpack_device__()
     if device_type not in _DL_CUDA:
-        return torch.utils.dlpack.from_dlpack(tensor_list.__dlpack__())
+        return torch_from_capsule(tensor_list)
     device = torch.device("cuda", device_id)
     stream = torch.cuda.current_stream(device).cuda_stream
     # DLPack: 1 names the legacy default stream; 0 is not allowed for CUDA.
-    capsule = tensor_list.__dlpack__(stream=stream if stream != 0 else 1)
     with torch.cuda.device(device):
-        return torch.utils.dlpack.from_dlpack(capsule)
+        return torch_from_capsule(tensor_list, stream=stream if stream != 0 else 1)
 
 
 def feed_ndarray(tensor_list, arr, cuda_stream=None):

@@ -4,7 +4,15 @@ Every enum-like operator argument is a string on the C side (``"RGB"``,
 ``"LINEAR"``, ``"CHW"``); the image, interpolation and layout constants here
 are ``str`` enums whose value is that spelling, so they can be passed where a
 string is expected and plain strings work too. Data types are ``IntEnum``
-members whose value is the C library's ``ladle_dtype`` number.
+members whose value is the C library's ``ladle_dtype`` number (not DALI's
+numbering: compare members or names, not numbers).
+
+``DALIDataType`` has DALI's numeric and bool types: INT8, INT16, INT32, INT64,
+UINT8, UINT16, UINT32, UINT64, FLOAT16, FLOAT (float32), FLOAT64 and BOOL.
+DALI's NO_TYPE, STRING, PYTHON_OBJECT and the argument-only types (FEATURE,
+IMAGE_TYPE, DATA_TYPE, INTERP_TYPE, TENSOR_LAYOUT and the ``_*_VEC`` ones)
+are left out: a ladle tensor holds fixed-size numbers only, so none of them
+can be carried.
 """
 
 import enum
@@ -19,6 +27,13 @@ class DALIDataType(enum.IntEnum):
     FLOAT = 2  # float32
     FLOAT16 = 3
     INT64 = 4
+    INT8 = 5
+    INT16 = 6
+    UINT16 = 7
+    UINT32 = 8
+    UINT64 = 9
+    FLOAT64 = 10
+    BOOL = 11
 
     @property
     def numpy_name(self):
@@ -34,6 +49,13 @@ _NUMPY_NAMES = {
     DALIDataType.FLOAT: "float32",
     DALIDataType.FLOAT16: "float16",
     DALIDataType.INT64: "int64",
+    DALIDataType.INT8: "int8",
+    DALIDataType.INT16: "int16",
+    DALIDataType.UINT16: "uint16",
+    DALIDataType.UINT32: "uint32",
+    DALIDataType.UINT64: "uint64",
+    DALIDataType.FLOAT64: "float64",
+    DALIDataType.BOOL: "bool",
 }
 
 
@@ -44,6 +66,7 @@ class DALIImageType(str, enum.Enum):
     BGR = "BGR"
     GRAY = "GRAY"
     YCbCr = "YCbCr"
+    ANY_DATA = "ANY_DATA"
 
     def __str__(self):
         return self.value
@@ -64,13 +87,30 @@ class DALIInterpType(str, enum.Enum):
 
 
 class TensorLayout(str, enum.Enum):
-    """DALI's old layout constants; ladle spells layouts per sample ("CHW")."""
+    """DALI's layout constants (types.NCHW == "CHW" as in DALI: the batch
+    dimension is not part of a sample's layout)."""
 
     NCHW = "CHW"
     NHWC = "HWC"
+    NFHWC = "FHWC"
+    NFCHW = "FCHW"
+    SAME = ""
 
     def __str__(self):
         return self.value
+
+
+class PipelineAPIType(enum.Enum):
+    """DALI's pipeline API kinds; ladle pipelines support run() and the
+    iterator API, which is what BASIC and ITERATOR mean in DALI."""
+
+    BASIC = 0
+    ITERATOR = 1
+    SCHEDULED = 2
+
+
+#: DALI's device_id for a pipeline without a GPU (ladle also takes None).
+CPU_ONLY_DEVICE_ID = -99999
 
 
 class BatchInfo(typing.NamedTuple):
@@ -93,15 +133,23 @@ class SampleInfo(typing.NamedTuple):
 
 
 UINT8 = DALIDataType.UINT8
+UINT16 = DALIDataType.UINT16
+UINT32 = DALIDataType.UINT32
+UINT64 = DALIDataType.UINT64
+INT8 = DALIDataType.INT8
+INT16 = DALIDataType.INT16
 INT32 = DALIDataType.INT32
 INT64 = DALIDataType.INT64
-FLOAT = DALIDataType.FLOAT
 FLOAT16 = DALIDataType.FLOAT16
+FLOAT = DALIDataType.FLOAT
+FLOAT64 = DALIDataType.FLOAT64
+BOOL = DALIDataType.BOOL
 
 RGB = DALIImageType.RGB
 BGR = DALIImageType.BGR
 GRAY = DALIImageType.GRAY
 YCbCr = DALIImageType.YCbCr
+ANY_DATA = DALIImageType.ANY_DATA
 
 INTERP_NN = DALIInterpType.INTERP_NN
 INTERP_LINEAR = DALIInterpType.INTERP_LINEAR
@@ -112,27 +160,27 @@ INTERP_GAUSSIAN = DALIInterpType.INTERP_GAUSSIAN
 
 NCHW = TensorLayout.NCHW
 NHWC = TensorLayout.NHWC
+NFHWC = TensorLayout.NFHWC
+NFCHW = TensorLayout.NFCHW
+SAME = TensorLayout.SAME
 
-# Spellings accepted for dtype arguments besides DALIDataType members.
-_DTYPE_ALIASES = {
-    "uint8": UINT8,
-    "u8": UINT8,
-    "int32": INT32,
-    "i32": INT32,
-    "int64": INT64,
-    "i64": INT64,
-    "float": FLOAT,
-    "float32": FLOAT,
-    "f32": FLOAT,
-    "float16": FLOAT16,
-    "half": FLOAT16,
-    "f16": FLOAT16,
-}
+# Spellings accepted for dtype arguments besides DALIDataType members: NumPy's
+# and torch's names (the latter without "torch."), and a few short forms.
+_DTYPE_ALIASES = {name: t for t, name in _NUMPY_NAMES.items()}
+_DTYPE_ALIASES.update({
+    "u8": UINT8, "u16": UINT16, "u32": UINT32, "u64": UINT64,
+    "i8": INT8, "i16": INT16, "i32": INT32, "i64": INT64,
+    "float": FLOAT, "f32": FLOAT, "float16": FLOAT16, "half": FLOAT16, "f16": FLOAT16,
+    "double": FLOAT64, "f64": FLOAT64, "bool_": BOOL,
+})
+_SUPPORTED = "int8..int64, uint8..uint64, float16, float32, float64 or bool"
 
 
 def to_dtype(value):
-    """A DALIDataType from a DALIDataType, a ladle dtype name ("float16"), a
-    NumPy dtype or scalar type, or a torch dtype. Raises ValueError otherwise."""
+    """A DALIDataType from a DALIDataType, a name ("float16", "FLOAT64",
+    "types.INT8"), a NumPy dtype or scalar type (np.float64, np.bool_, bool),
+    or a torch dtype (torch.bool, torch.float64, ...). Raises ValueError
+    otherwise, e.g. for object or string arrays, which ladle cannot carry."""
     if isinstance(value, DALIDataType):
         return value
     if isinstance(value, str):
@@ -143,21 +191,27 @@ def to_dtype(value):
             return _DTYPE_ALIASES[key]
         if value.upper() in DALIDataType.__members__:
             return DALIDataType[value.upper()]
-        raise ValueError(f"{value!r} is not a ladle data type (use uint8, int32, int64, float32 or float16)")
+        raise ValueError(f"{value!r} is not a ladle data type (use {_SUPPORTED})")
+    if value is bool:
+        return BOOL
     if isinstance(value, int) and not isinstance(value, bool):
         return DALIDataType(value)
     # torch dtypes print as "torch.float16"; avoid importing torch.
     if type(value).__module__ == "torch" and type(value).__name__ == "dtype":
-        return to_dtype(str(value).split(".", 1)[1])
+        name = str(value).split(".", 1)[1]
+        if name not in _DTYPE_ALIASES:
+            raise ValueError(f"{value} is not a ladle data type (use {_SUPPORTED})")
+        return _DTYPE_ALIASES[name]
     try:
         import numpy as np
 
-        name = np.dtype(value).name
+        dt = np.dtype(value)
     except TypeError:
         raise ValueError(f"{value!r} is not a ladle data type") from None
-    if name not in _DTYPE_ALIASES:
-        raise ValueError(f"{name} is not a ladle data type (use uint8, int32, int64, float32 or float16)")
-    return _DTYPE_ALIASES[name]
+    if dt.name not in _NUMPY_NAMES.values() or not dt.isnative:
+        what = {"O": "Python objects", "U": "strings", "S": "bytes", "V": "records"}.get(dt.kind, dt.name)
+        raise ValueError(f"{what} ({dt.str}) is not a ladle data type (use {_SUPPORTED})")
+    return _DTYPE_ALIASES[dt.name]
 
 
 def from_dtype_name(name):
@@ -177,3 +231,15 @@ def Constant(value, dtype=None, shape=None, layout=None, device=None):
         return a.dtype.type(a)
     node = math._constant_node(a, shape=shape, layout=layout)
     return node.gpu() if device == "gpu" else node
+
+
+def to_numpy_type(dtype):
+    """The NumPy scalar type of a DALIDataType (DALI's types.to_numpy_type)."""
+    import numpy as np
+
+    return np.dtype(to_dtype(dtype).numpy_name).type
+
+
+def to_dali_type(dtype):
+    """The DALIDataType of a NumPy dtype or type (DALI's types.to_dali_type)."""
+    return to_dtype(dtype)

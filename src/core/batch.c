@@ -36,13 +36,14 @@ static void free_device_block(ladle_batch *b) {
 #endif
 
 size_t ladle_dtype_size(ladle_dtype dtype) {
-  static const size_t sizes[LADLE_DTYPE_COUNT] = {1, 4, 4, 2, 8};
+  static const size_t sizes[LADLE_DTYPE_COUNT] = {1, 4, 4, 2, 8, 1, 2, 2, 4, 8, 8, 1};
   return (unsigned)dtype < LADLE_DTYPE_COUNT ? sizes[dtype] : 0;
 }
 
 const char *ladle_dtype_name(ladle_dtype dtype) {
   static const char *const names[LADLE_DTYPE_COUNT] = {"uint8", "int32", "float32", "float16",
-                                                       "int64"};
+                                                       "int64", "int8",  "int16",   "uint16",
+                                                       "uint32", "uint64", "float64", "bool"};
   return (unsigned)dtype < LADLE_DTYPE_COUNT ? names[dtype] : "invalid";
 }
 

@@ -1,6 +1,8 @@
 /* The helpers operator code calls: inputs, outputs, arguments, randomness. */
 #include "ops/op.h"
 
+#include "ops/kernels/dtype.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,14 +32,7 @@ int ladle__arg_given(const ladle__node *node, int arg) { return node->args[arg].
 /* The first element of a per-sample argument's sample, as a double. */
 static double source_value(const ladle__node *node, const ladle__sample *s, int source) {
   const ladle_batch *b = node->source_batches[source];
-  const void *p = ladle_batch_data(b, s->slot);
-  switch (b->dtype) {
-    case LADLE_UINT8: return *(const uint8_t *)p;
-    case LADLE_INT32: return *(const int32_t *)p;
-    case LADLE_INT64: return (double)*(const int64_t *)p;
-    case LADLE_FLOAT32: return *(const float *)p;
-    default: return 0;
-  }
+  return ladle__load_as_f64(ladle_batch_data(b, s->slot), 0, b->dtype);
 }
 
 ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, const char *const *names) {
@@ -51,9 +46,6 @@ ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, 
       return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT,
                            "argument '%s': per-sample values must be in host memory (a CPU operator's output)",
                            as->name);
-    if (b->dtype == LADLE_FLOAT16)
-      return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT, "argument '%s': per-sample values of type %s",
-                           as->name, ladle_dtype_name(b->dtype));
     for (int i = 0; i < num_samples; i++) {
       char name[LADLE_ERROR_MAX / 2] = "";
       if (names && names[i]) snprintf(name, sizeof name, " (%s)", names[i]);

@@ -1,11 +1,11 @@
 /* GPU kernels against their CPU references on random inputs (resize, fused
- * crop+resize+normalize, crop_mirror_normalize, crop/flip, convert), nvJPEG
+ * crop+resize+normalize, crop_mirror_normalize, crop/flip), nvJPEG
  * against the CPU decoder, and the CUDA runtime glue (errors, the sticky-error
  * latch, events, allocators). Exits 77 (ctest's SKIP) without CUDA or a device.
  *
  * Agreement asserted:
- *   resize u8/f32, fused (every dtype/layout), crop_mirror_normalize, crop/flip,
- *   convert: bit-identical to the CPU reference (the kernels repeat its float
+ *   resize u8/f32, fused (every dtype/layout), crop_mirror_normalize, crop/flip:
+ *   bit-identical to the CPU reference (the kernels repeat its float
  *   operations in the same order, without FMA contraction).
  *   nvJPEG vs libjpeg-turbo (ISLOW, fancy upsampling): not bit-exact (other IDCT
  *   and chroma upsampling). On smooth synthetic images: mean |diff| <= 1.5 and
@@ -37,11 +37,13 @@ int main(void) {
 #include "core/error.h"
 #include "core/rng.h"
 #include "cuda/runtime.h"
+#include "ops/kernels/dtype.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/kernels/half.h"
 #include "ops/geometry/normalize_kernel.h"
 #include "ops/geometry/resize_kernel.h"
 #include "test.h"
+#include "test_cuda.h"
 
 static ladle__rng rng;
 static void *stream;
@@ -98,15 +100,7 @@ static void params_free(params *p) {
 static size_t dtype_size(ladle_dtype t) { return ladle_dtype_size(t); }
 
 /* Element i of an array of type t, as a double (for "max difference" reports). */
-static double value_at(const void *p, size_t i, ladle_dtype t) {
-  switch (t) {
-    case LADLE_UINT8: return ((const uint8_t *)p)[i];
-    case LADLE_INT32: return ((const int32_t *)p)[i];
-    case LADLE_INT64: return (double)((const int64_t *)p)[i];
-    case LADLE_FLOAT16: return ladle__f16_to_f32(((const uint16_t *)p)[i]);
-    default: return ((const float *)p)[i];
-  }
-}
+static double value_at(const void *p, size_t i, ladle_dtype t) { return ladle__load_as_f64(p, i, t); }
 
 /* Compares n elements bit for bit; returns the number of differing elements and
  * raises *max_diff to the largest difference in value. */
@@ -238,7 +232,10 @@ static void test_resize(void) {
 /* crop_mirror_normalize parameters                                           */
 /* ------------------------------------------------------------------------ */
 
-static const ladle_dtype all_types[5] = {LADLE_UINT8, LADLE_INT32, LADLE_FLOAT32, LADLE_FLOAT16, LADLE_INT64};
+/* Every dtype, the five of the hot path first. */
+static const ladle_dtype all_types[LADLE_DTYPE_COUNT] = {
+    LADLE_UINT8, LADLE_INT32,  LADLE_FLOAT32, LADLE_FLOAT16, LADLE_INT64,   LADLE_INT8,
+    LADLE_INT16, LADLE_UINT16, LADLE_UINT32,  LADLE_UINT64,  LADLE_FLOAT64, LADLE_BOOL};
 
 /* Random parameters for an image of w x h with c channels; dtype/chw/pad fixed
  * by the caller for the batch. */
@@ -272,8 +269,8 @@ static void test_fused(void) {
   size_t bad = 0, elems_total = 0;
   for (int round = 0; round < 30; round++) {
     rng_reset(200 + round);
-    ladle_dtype dtype = all_types[round % 5];
-    int chw = (round / 5) % 2, pad = rnd_int(0, 1);
+    ladle_dtype dtype = all_types[round % LADLE_DTYPE_COUNT];
+    int chw = (round / LADLE_DTYPE_COUNT) % 2, pad = rnd_int(0, 1);
     int n = rnd_int(1, 12);
     rs_sample s[12];
     ladle__gpu_resize_desc d[12];
@@ -326,10 +323,10 @@ static void test_fused(void) {
 static void test_cmn(void) {
   double max_diff = 0;
   size_t bad = 0, elems_total = 0;
-  for (int round = 0; round < 20; round++) {
+  for (int round = 0; round < 2 * LADLE_DTYPE_COUNT; round++) {
     rng_reset(300 + round);
-    ladle_dtype dtype = all_types[round % 5];
-    int chw = (round / 5) % 2, pad = rnd_int(0, 1);
+    ladle_dtype dtype = all_types[round % LADLE_DTYPE_COUNT];
+    int chw = (round / LADLE_DTYPE_COUNT) % 2, pad = rnd_int(0, 1);
     int n = rnd_int(1, 16);
     ladle__gpu_cmn_desc d[16];
     void *in[16], *ref[16];
@@ -429,78 +426,7 @@ static void test_crop_flip(void) {
   CHECK(bad == 0);
 }
 
-/* Random elements of type t, with the awkward values of each type. */
-static void random_elements(void *p, ladle_dtype t, size_t n) {
-  static const float specials[] = {0.0f, -0.0f, 0.5f, 1.5f, 2.5f, -0.5f, -1.5f, 254.5f, 255.5f, 256.0f,
-                                   -1.0f, 65504.0f, 65519.0f, 65520.0f, 1e10f, -1e10f, 2147483520.0f,
-                                   2147483648.0f, -2147483648.0f, 9.3e18f, -9.3e18f, 6e-8f, 3e-8f};
-  for (size_t i = 0; i < n; i++) {
-    switch (t) {
-      case LADLE_UINT8: ((uint8_t *)p)[i] = (uint8_t)rnd(); break;
-      case LADLE_INT32: ((int32_t *)p)[i] = (int32_t)(rnd_int(0, 1) ? rnd() : (uint32_t)rnd_int(-300, 70000)); break;
-      case LADLE_INT64:
-        ((int64_t *)p)[i] = rnd_int(0, 1) ? (int64_t)(((uint64_t)rnd() << 32) | rnd()) >> rnd_int(0, 62)
-                                          : (int64_t)rnd_int(-70000, 70000);
-        break;
-      case LADLE_FLOAT16: ((uint16_t *)p)[i] = (uint16_t)rnd(); break;
-      default: {
-        float f;
-        int k = rnd_int(0, 3);
-        if (k == 0) f = specials[rnd_int(0, (int)(sizeof specials / sizeof *specials) - 1)];
-        else if (k == 1) f = ladle__f32_from_bits(rnd()); /* any pattern, NaNs included */
-        else f = (float)rnd_range(-70000, 70000);
-        ((float *)p)[i] = f;
-      }
-    }
-  }
-}
-
-static void test_convert(void) {
-  size_t bad = 0, total = 0;
-  rng_reset(500);
-  for (int a = 0; a < 5; a++) {
-    for (int b = 0; b < 5; b++) {
-      ladle_dtype in_t = all_types[a], out_t = all_types[b];
-      int n = 3;
-      ladle__gpu_convert_desc d[3];
-      void *in[3], *ref[3];
-      for (int i = 0; i < n; i++) {
-        size_t count = (size_t)rnd_int(1, 5000);
-        in[i] = malloc(count * dtype_size(in_t));
-        random_elements(in[i], in_t, count);
-        ref[i] = malloc(count * dtype_size(out_t));
-        ladle__convert(ref[i], out_t, in[i], in_t, count);
-        d[i].count = count;
-        d[i].in = dev_alloc(count * dtype_size(in_t));
-        upload((void *)d[i].in, in[i], count * dtype_size(in_t));
-        d[i].out = dev_alloc(count * dtype_size(out_t));
-      }
-      params p = params_alloc(ladle__gpu_convert_param_bytes(n));
-      CHECK_OK(ladle__gpu_convert(d, n, out_t, in_t, p.host, p.dev, p.bytes, stream));
-      sync_stream();
-      size_t pair_bad = 0;
-      for (int i = 0; i < n; i++) {
-        size_t bytes = d[i].count * dtype_size(out_t);
-        uint8_t *got = malloc(bytes);
-        download(got, d[i].out, bytes);
-        double md = 0;
-        pair_bad += compare(got, ref[i], d[i].count, out_t, &md);
-        total += d[i].count;
-        free(got);
-        free(in[i]);
-        free(ref[i]);
-        cudaFree((void *)d[i].in);
-        cudaFree(d[i].out);
-      }
-      if (pair_bad)
-        fprintf(stderr, "convert %s -> %s: %zu differ\n", ladle_dtype_name(in_t), ladle_dtype_name(out_t), pair_bad);
-      bad += pair_bad;
-      params_free(&p);
-    }
-  }
-  fprintf(stderr, "  convert: %zu elements over 25 type pairs, %zu differ\n", total, bad);
-  CHECK(bad == 0);
-}
+/* convert (cast) over every dtype pair: tests/c/ops/tensor/test_gpu_dtypes.c. */
 
 /* ------------------------------------------------------------------------ */
 /* Launcher argument checks                                                   */
@@ -909,7 +835,6 @@ int main(void) {
   RUN(test_fused);
   RUN(test_cmn);
   RUN(test_crop_flip);
-  RUN(test_convert);
   RUN(test_bad_arguments);
   RUN(test_nvjpeg);
   CHECK(!ladle__cuda_broken());

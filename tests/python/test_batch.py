@@ -60,7 +60,9 @@ def test_dtypes_round_trip(np_dtype, ladle_dtype, torch_dtype):
 
 def test_unsupported_element_type():
     with pytest.raises(ladle.UnsupportedError, match="not a ladle dtype"):
-        _ladle.batch_from_buffer(np.zeros((2, 2), np.float64))
+        _ladle.batch_from_buffer(np.zeros((2, 2), np.complex64))
+    with pytest.raises(ladle.UnsupportedError, match="not a ladle dtype"):
+        _ladle.batch_from_buffer(np.zeros((2, 2), object))
 
 
 def test_numpy_and_torch_share_ladle_memory():

@@ -228,7 +228,7 @@ def test_batch_and_tensor_conversions():
     assert s.torch().data_ptr() == dense.tensor_list.data_ptr(1)
     assert ldd.as_batch(dense) is dense and ldd.as_batch(dense.tensor_list).tensor_list is dense.tensor_list
     assert len(ldd.as_batch(s)) == 1
-    assert ldd.batch([np.zeros(3)]).dtype == types.FLOAT  # float64 becomes float32
+    assert ldd.batch([np.zeros(3)]).dtype == types.FLOAT64  # kept, as DALI keeps it
     assert ldd.batch([np.float32(1), np.float32(2)]).shape == [(), ()]  # scalars stay 0-d
     assert ldd.tensor(torch.ones(2, 2, dtype=torch.int32)).dtype == types.INT32
     assert ldd.batch([np.zeros((2, 2, 3), np.uint8)], layout="HWC").layout == "HWC"

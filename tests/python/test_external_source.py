@@ -290,7 +290,7 @@ def test_sources_are_drawn_prefetch_queue_depth_ahead_in_every_epoch():
 
     pipe = ladle.Pipeline(batch_size=1, num_threads=1, prefetch_queue_depth=3)
     with pipe:
-        pipe.set_outputs(fn.external_source(source, ndim=1, layout=""))
+        pipe.set_outputs(fn.external_source(source, dtype=types.UINT8, ndim=1, layout=""))
     try:
         for epoch in range(2):
             before = len(calls)

@@ -97,8 +97,9 @@ def test_types_constants():
     torch = pytest.importorskip("torch")
     assert types.to_dtype(torch.float16) is types.FLOAT16
     assert types.to_dtype(torch.uint8) is types.UINT8
+    assert types.to_dtype(np.float64) is types.FLOAT64 and types.to_dtype(torch.bool) is types.BOOL
     with pytest.raises(ValueError):
-        types.to_dtype(np.float64)
+        types.to_dtype(np.complex64)
 
 
 def test_affinity_list_parsing(monkeypatch):

@@ -6,28 +6,18 @@ import numpy as np
 from .. import _ladle
 from .. import types
 from ..math import _Arithmetic, _subscript
-from ..tensors import TensorList, batch_from_samples
-
-# Element types ladle has; other NumPy types are converted on the way in
-# (float64 -> float32, bool -> uint8, other integers -> int32 or int64).
-_NUMPY_OK = frozenset({"uint8", "int32", "int64", "float32", "float16"})
-
+from ..tensors import TensorList, _host_copy, batch_from_samples, to_numpy, to_torch_tensor
 
 def _ladle_array(a):
-    """`a` as a C-contiguous NumPy array of a ladle element type."""
+    """`a` as a C-contiguous NumPy array of a ladle element type (any numeric
+    or bool type in native byte order; others fail naming the type)."""
     a = np.asarray(a)
-    name = a.dtype.name
-    if name not in _NUMPY_OK:
-        if a.dtype == np.float64:
-            a = a.astype(np.float32)
-        elif a.dtype == np.bool_:
-            a = a.astype(np.uint8)
-        elif a.dtype.kind in "iu":
-            a = a.astype(np.int64 if a.dtype.itemsize > 4 or a.dtype == np.uint32 else np.int32)
-        else:
-            raise _ladle.InvalidArgumentError(
-                f"ladle.dynamic: element type {name} is not supported (use uint8, int32, int64, float16 or float32)"
-            )
+    try:
+        types.to_dtype(a.dtype.newbyteorder("=") if a.dtype.kind in "iufb" else a.dtype)
+    except ValueError as e:
+        raise _ladle.InvalidArgumentError(f"ladle.dynamic: {e}") from None
+    if not a.dtype.isnative:
+        a = a.astype(a.dtype.newbyteorder("="))
     # (np.ascontiguousarray would turn a 0-d array into a 1-d one.)
     return a if a.flags["C_CONTIGUOUS"] else a.copy(order="C")
 
@@ -38,7 +28,7 @@ def _host_array(x):
     if isinstance(x, Tensor):
         if x.device != "cpu":
             x = x.cpu()
-        return np.from_dlpack(x._view())
+        return to_numpy(x._view())
     if type(x).__module__.startswith("torch") and hasattr(x, "detach"):
         return x.detach().cpu().numpy()
     return _ladle_array(x)
@@ -91,14 +81,14 @@ class Tensor(_Arithmetic):
         """This sample as a torch tensor (no copy unless `copy`)."""
         import torch
 
-        t = torch.from_dlpack(self._view())
+        t = to_torch_tensor(self._view())
         return t.clone() if copy else t
 
     def cpu(self):
         """This sample in host memory (itself when it is there already)."""
         if self.device == "cpu":
             return self
-        return Tensor(TensorList(batch_from_samples([self.torch().cpu().numpy()], layout=self.layout or None)))
+        return Tensor(TensorList(batch_from_samples([_host_copy(self._view())], layout=self.layout or None)))
 
     def gpu(self):
         """This sample in GPU memory (a copy; itself when it is there already)."""
@@ -109,7 +99,7 @@ class Tensor(_Arithmetic):
         if len(self._tl) == 1:
             return Batch(self._tl)
         if self.device == "cpu":
-            return Batch(TensorList(batch_from_samples([np.from_dlpack(self._view())], layout=self.layout or None)))
+            return Batch(TensorList(batch_from_samples([to_numpy(self._view())], layout=self.layout or None)))
         host = self.cpu()
         return host._as_batch().gpu()
 
@@ -127,7 +117,7 @@ class Tensor(_Arithmetic):
     def __array__(self, dtype=None, copy=None):
         if self.device != "cpu":
             raise _ladle.StateError("ladle.dynamic.Tensor: the tensor is in GPU memory; take .cpu() first")
-        a = np.from_dlpack(self._view())
+        a = to_numpy(self._view())
         if copy:
             a = a.copy()
         return a if dtype is None else a.astype(dtype, copy=False)
@@ -215,7 +205,7 @@ class Batch(_Arithmetic):
         import torch
 
         if self._tl.is_dense_tensor():
-            return torch.from_dlpack(self._tl)
+            return to_torch_tensor(self._tl)
         if not pad:
             raise _ladle.StateError(
                 f"Batch.torch(): the samples have different shapes ({self._shape_summary()}); "
@@ -253,7 +243,7 @@ class Batch(_Arithmetic):
         if count == len(self):
             return self
         host = self.cpu()
-        samples = [np.from_dlpack(host._tl._batch.sample(i)) for i in range(count)]
+        samples = [to_numpy(host._tl._batch.sample(i)) for i in range(count)]
         return Batch(TensorList(batch_from_samples(samples, layout=self.layout or None)))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):

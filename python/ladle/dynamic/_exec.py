@@ -279,15 +279,13 @@ def _ndim(value):
 
 
 def _arg_batch(value, public, key, rank=0):
-    """A per-sample argument as a CPU Batch of scalars (int32 or float32);
-    rank 1: of flat lists (list arguments; a [2, 3] matrix counts as its 6 values)."""
+    """A per-sample argument as a CPU Batch of scalars (given batches keep their
+    dtype; Python values become int32 or float32); rank 1: of flat lists (list
+    arguments; a [2, 3] matrix counts as its 6 values)."""
     if isinstance(value, Tensor):
         value = value._as_batch()
     if isinstance(value, (Batch, TensorList)):
-        b = as_batch(value).cpu()
-        if b.dtype == types.FLOAT16:
-            b = batch([np.asarray(t).astype(np.float32) for t in b.tensors])
-        return b
+        return as_batch(value).cpu()  # per-sample values of any numeric dtype
     arrays = [_host_array(v) for v in value]
     if rank == 1:
         arrays = [a.reshape(-1) for a in arrays]

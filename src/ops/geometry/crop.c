@@ -58,7 +58,8 @@ static const ladle_arg_schema cmn_args[ARG_CMN_COUNT] = {
         .doc = "Multiplies the normalized value: out = (in - mean) / std * scale + shift."},
     [ARG_SHIFT] = {LADLE_FLOAT_ARG("shift", 0.0), .doc = "Added to the normalized value."},
     [ARG_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32),
-        .doc = "Output type: FLOAT, FLOAT16, UINT8 (rounded to nearest, saturated), INT32 or INT64."},
+        .doc = "Output type, any (FLOAT by default): integers rounded to nearest even and saturated, BOOL is "
+               "value != 0, as fn.cast."},
     [ARG_OUTPUT_LAYOUT] = {LADLE_STRING_ARG("output_layout", "CHW"), LADLE_CHOICES("HWC", "CHW"), .doc = "\"CHW\" (planar) or \"HWC\"."},
     [ARG_PAD_OUTPUT] = {LADLE_BOOL_ARG("pad_output", 0), .doc = "Add a channel of zeros (3 -> 4 channels)."},
 };

@@ -15,70 +15,20 @@
 #include <math.h>
 #include <string.h>
 
+#include "ops/kernels/dtype.h"
 #include "ops/kernels/half.h"
 
 #define AI static inline __attribute__((always_inline))
 
-static size_t elem_size(ladle_dtype t) {
-  switch (t) {
-    case LADLE_UINT8: return 1;
-    case LADLE_FLOAT16: return 2;
-    case LADLE_INT32:
-    case LADLE_FLOAT32: return 4;
-    case LADLE_INT64: return 8;
-    default: return 0;
-  }
-}
-
-/* ------------------------------------------------------------------------ */
-/* Scalar conversions (the rules of ladle__convert)                           */
-/* ------------------------------------------------------------------------ */
-
-/* Round to nearest, ties to even. Floats of magnitude >= 2^23 are integers
- * already; below, adding 2^23 leaves no fraction bits and the addition rounds. */
-static inline float round_even(float x) {
-  float a = fabsf(x);
-  if (!(a < 8388608.0f)) return x; /* large, inf or NaN */
-  return copysignf((a + 8388608.0f) - 8388608.0f, x);
-}
-
-static inline int32_t f32_to_i32(float x) {
-  float r = round_even(x);
-  if (r != r) return 0;
-  if (r >= 2147483648.0f) return INT32_MAX;
-  if (r < -2147483648.0f) return INT32_MIN;
-  return (int32_t)r;
-}
-
-static inline int64_t f32_to_i64(float x) {
-  float r = round_even(x);
-  if (r != r) return 0;
-  if (r >= 9223372036854775808.0f) return INT64_MAX;
-  if (r < -9223372036854775808.0f) return INT64_MIN;
-  return (int64_t)r;
-}
-
-/* Stores float v as one element of type t at dst. */
+/* Stores float v as one element of type t at dst, which need not be aligned
+ * (table entries): the conversion rules of ops/kernels/dtype.h. */
 static void store_f32(void *dst, ladle_dtype t, float v) {
-  switch (t) {
-    case LADLE_UINT8: *(uint8_t *)dst = ladle__f32_to_u8(v); break;
-    case LADLE_FLOAT16: {
-      uint16_t h = ladle__f32_to_f16(v);
-      memcpy(dst, &h, 2);
-      break;
-    }
-    case LADLE_INT32: {
-      int32_t i = f32_to_i32(v);
-      memcpy(dst, &i, 4);
-      break;
-    }
-    case LADLE_INT64: {
-      int64_t i = f32_to_i64(v);
-      memcpy(dst, &i, 8);
-      break;
-    }
-    default: memcpy(dst, &v, 4); break;
-  }
+  union {
+    uint64_t align;
+    uint8_t bytes[8];
+  } e;
+  ladle__store_f32(e.bytes, 0, t, v);
+  memcpy(dst, e.bytes, ladle__dtype_bytes(t));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -180,7 +130,7 @@ void ladle__crop_mirror_normalize(void *out, const uint8_t *in, int in_h, int in
                                   const ladle__cmn_params *p) {
   const int c = p->channels, oc = p->channels + (p->pad_output ? 1 : 0);
   const int w = p->w, h = p->h;
-  const size_t es = elem_size(p->dtype);
+  const size_t es = ladle__dtype_bytes(p->dtype);
   uint8_t lut[4 * 256 * 8];
   uint8_t fill[4 * 8];
   if (es == 0) return; /* not a dtype: a precondition the operator checks */
@@ -265,59 +215,52 @@ void ladle__crop_flip_hwc(void *out, const void *in, int in_h, int in_w, int cha
 /* Type conversion                                                            */
 /* ------------------------------------------------------------------------ */
 
-static int is_float(ladle_dtype t) { return t == LADLE_FLOAT32 || t == LADLE_FLOAT16; }
-
-/* Integers travel through int64 (every integer type fits), floats through
- * float (every half is a float): one load loop and one store loop per type,
- * over chunks that stay in L1. */
+/* Each input type loads into its carrier (ops/kernels/dtype.h), each output
+ * type stores from it: one loop per type with the type a constant, so that
+ * the compiler drops the per-element switch and can vectorize, over chunks
+ * that stay in L1. */
 #define CHUNK 512
 
-static void load_i64(int64_t *d, const void *in, ladle_dtype t, size_t n) {
-  switch (t) {
-    case LADLE_UINT8: for (size_t i = 0; i < n; i++) d[i] = ((const uint8_t *)in)[i]; break;
-    case LADLE_INT32: for (size_t i = 0; i < n; i++) d[i] = ((const int32_t *)in)[i]; break;
-    default: memcpy(d, in, n * sizeof *d); break;
-  }
+#define LOAD_CASE(T) \
+  case T: for (size_t i = 0; i < n; i++) d[i] = LOADER(in, i, T); break;
+#define STORE_CASE(T) \
+  case T: for (size_t i = 0; i < n; i++) STORER(out, i, T, s[i]); break;
+#define INT_TYPES(X) X(LADLE_UINT8) X(LADLE_INT8) X(LADLE_INT16) X(LADLE_UINT16) X(LADLE_INT32) \
+  X(LADLE_UINT32) X(LADLE_INT64) X(LADLE_BOOL)
+#define ALL_TYPES(X) INT_TYPES(X) X(LADLE_UINT64) X(LADLE_FLOAT16) X(LADLE_FLOAT32) X(LADLE_FLOAT64)
+
+static void load_f32_n(float *d, const void *in, ladle_dtype t, size_t n) {
+#define LOADER ladle__load_f32
+  switch (t) { LOAD_CASE(LADLE_FLOAT16) default: memcpy(d, in, n * sizeof *d); break; }
+#undef LOADER
 }
 
-static void load_f32(float *d, const void *in, ladle_dtype t, size_t n) {
-  if (t == LADLE_FLOAT16)
-    for (size_t i = 0; i < n; i++) d[i] = ladle__f16_to_f32(((const uint16_t *)in)[i]);
-  else
-    memcpy(d, in, n * sizeof *d);
+static void load_i64_n(int64_t *d, const void *in, ladle_dtype t, size_t n) {
+#define LOADER ladle__load_i64
+  switch (t) { INT_TYPES(LOAD_CASE) default: break; }
+#undef LOADER
 }
 
-static void store_from_i64(void *out, ladle_dtype t, const int64_t *s, size_t n) {
-  switch (t) {
-    case LADLE_UINT8:
-      for (size_t i = 0; i < n; i++)
-        ((uint8_t *)out)[i] = (uint8_t)(s[i] < 0 ? 0 : s[i] > 255 ? 255 : s[i]);
-      break;
-    case LADLE_INT32:
-      for (size_t i = 0; i < n; i++)
-        ((int32_t *)out)[i] = (int32_t)(s[i] < INT32_MIN ? INT32_MIN : s[i] > INT32_MAX ? INT32_MAX : s[i]);
-      break;
-    case LADLE_INT64: memcpy(out, s, n * sizeof *s); break;
-    case LADLE_FLOAT32: for (size_t i = 0; i < n; i++) ((float *)out)[i] = (float)s[i]; break;
-    default: /* float16: exact via float, since |i| <= 2^24 is exact in float and more is inf */
-      for (size_t i = 0; i < n; i++) ((uint16_t *)out)[i] = ladle__f32_to_f16((float)s[i]);
-      break;
+#define STORE_N(name, ctype, storer)                                            \
+  static void name(void *out, ladle_dtype t, const ctype *s, size_t n) {        \
+    switch (t) { ALL_TYPES(STORE_CASE) default: break; }                        \
   }
-}
-
-static void store_from_f32(void *out, ladle_dtype t, const float *s, size_t n) {
-  switch (t) {
-    case LADLE_UINT8: for (size_t i = 0; i < n; i++) ((uint8_t *)out)[i] = ladle__f32_to_u8(s[i]); break;
-    case LADLE_INT32: for (size_t i = 0; i < n; i++) ((int32_t *)out)[i] = f32_to_i32(s[i]); break;
-    case LADLE_INT64: for (size_t i = 0; i < n; i++) ((int64_t *)out)[i] = f32_to_i64(s[i]); break;
-    case LADLE_FLOAT32: memcpy(out, s, n * sizeof *s); break;
-    default: for (size_t i = 0; i < n; i++) ((uint16_t *)out)[i] = ladle__f32_to_f16(s[i]); break;
-  }
-}
+#define STORER ladle__store_f32
+STORE_N(store_f32_n, float, ladle__store_f32)
+#undef STORER
+#define STORER ladle__store_f64
+STORE_N(store_f64_n, double, ladle__store_f64)
+#undef STORER
+#define STORER ladle__store_i64
+STORE_N(store_i64_n, int64_t, ladle__store_i64)
+#undef STORER
+#define STORER ladle__store_u64
+STORE_N(store_u64_n, uint64_t, ladle__store_u64)
+#undef STORER
 
 void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type,
                     size_t n) {
-  const size_t ies = elem_size(in_type), oes = elem_size(out_type);
+  const size_t ies = ladle__dtype_bytes(in_type), oes = ladle__dtype_bytes(out_type);
   if (ies == 0 || oes == 0) return;
   if (in_type == out_type) {
     if (out != in) memcpy(out, in, n * ies);
@@ -325,18 +268,31 @@ void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype
   }
   union {
     int64_t i[CHUNK];
+    uint64_t u[CHUNK];
+    double d[CHUNK];
     float f[CHUNK];
   } buf;
   for (size_t done = 0; done < n; done += CHUNK) {
     size_t m = n - done < CHUNK ? n - done : CHUNK;
     const uint8_t *src = (const uint8_t *)in + done * ies;
     uint8_t *dst = (uint8_t *)out + done * oes;
-    if (is_float(in_type)) {
-      load_f32(buf.f, src, in_type, m);
-      store_from_f32(dst, out_type, buf.f, m);
-    } else {
-      load_i64(buf.i, src, in_type, m);
-      store_from_i64(dst, out_type, buf.i, m);
+    switch (ladle__dtype_carrier(in_type)) {
+      case LADLE__CARRY_F32:
+        load_f32_n(buf.f, src, in_type, m);
+        store_f32_n(dst, out_type, buf.f, m);
+        break;
+      case LADLE__CARRY_F64:
+        memcpy(buf.d, src, m * sizeof *buf.d);
+        store_f64_n(dst, out_type, buf.d, m);
+        break;
+      case LADLE__CARRY_U64:
+        memcpy(buf.u, src, m * sizeof *buf.u);
+        store_u64_n(dst, out_type, buf.u, m);
+        break;
+      default:
+        load_i64_n(buf.i, src, in_type, m);
+        store_i64_n(dst, out_type, buf.i, m);
+        break;
     }
   }
 }

@@ -7,6 +7,7 @@
 #endif
 
 #include "ops/kernels/gpu_kernels.h"
+#include "ops/kernels/dtype.h"
 
 #include <string.h>
 
@@ -19,9 +20,8 @@ namespace {
 
 enum { TILE_W = 32, TILE_H = 8 };
 
-int valid_dtype(int t) {
-  return t == LADLE_UINT8 || t == LADLE_INT32 || t == LADLE_FLOAT32 || t == LADLE_FLOAT16 || t == LADLE_INT64;
-}
+/* crop_mirror_normalize stores through ladle__store_f32: any dtype. */
+int valid_cmn_dtype(int t) { return ladle__dtype_bytes(t) != 0; }
 
 /* ------------------------------------------------------------------------ */
 /* crop_mirror_normalize                                                      */
@@ -92,50 +92,18 @@ struct convert_sample {
   unsigned long long count;
 };
 
-__device__ __forceinline__ float load_float(const void *p, size_t i, int t) {
-  return t == LADLE_FLOAT16 ? ladle__f16_to_f32(((const uint16_t *)p)[i]) : ((const float *)p)[i];
-}
-
-__device__ __forceinline__ long long load_int(const void *p, size_t i, int t) {
-  switch (t) {
-    case LADLE_UINT8: return ((const uint8_t *)p)[i];
-    case LADLE_INT32: return ((const int32_t *)p)[i];
-    default: return ((const long long *)p)[i];
-  }
-}
-
-/* normalize.c's store_from_i64. */
-__device__ __forceinline__ void store_int(void *p, size_t i, int t, long long v) {
-  switch (t) {
-    case LADLE_UINT8: ((uint8_t *)p)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : v); break;
-    case LADLE_INT32:
-      ((int32_t *)p)[i] = (int32_t)(v < INT32_MIN ? INT32_MIN : v > INT32_MAX ? INT32_MAX : v);
-      break;
-    case LADLE_INT64: ((long long *)p)[i] = v; break;
-    case LADLE_FLOAT32: ((float *)p)[i] = (float)v; break; /* round to nearest even */
-    default: ((uint16_t *)p)[i] = ladle__f32_to_f16((float)v); break;
-  }
-}
-
-__device__ __forceinline__ size_t elem_bytes(int t) {
-  return t == LADLE_UINT8 ? 1 : t == LADLE_FLOAT16 ? 2 : t == LADLE_INT64 ? 8 : 4;
-}
-
 /* grid (blocks, samples), block 256: a grid-stride loop over each sample. */
 __global__ void __launch_bounds__(256)
     convert_kernel(const convert_sample *__restrict__ samples, int out_type, int in_type) {
   const convert_sample *sp = samples + blockIdx.y;
   const size_t n = (size_t)sp->count;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
-  const bool in_float = in_type == LADLE_FLOAT32 || in_type == LADLE_FLOAT16;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     if (out_type == in_type) { /* a copy of the bits, as memcpy (NaN payloads included) */
-      const size_t es = elem_bytes(in_type);
+      const size_t es = ladle__dtype_bytes(in_type);
       for (size_t k = 0; k < es; k++) ((uint8_t *)sp->out)[i * es + k] = ((const uint8_t *)sp->in)[i * es + k];
-    } else if (in_float) {
-      ladle__gpu_store(sp->out, i, out_type, load_float(sp->in, i, in_type));
     } else {
-      store_int(sp->out, i, out_type, load_int(sp->in, i, in_type));
+      ladle__convert_elem(sp->out, i, out_type, sp->in, i, in_type);
     }
   }
 }
@@ -167,7 +135,7 @@ extern "C" ladle_status ladle__gpu_crop_mirror_normalize(const ladle__gpu_cmn_de
     const ladle__cmn_params *p = &q->p;
     LADLE_CHECK(q->in && q->out && p->channels >= 1 && p->channels + pad <= 4 && p->w >= 1 && p->h >= 1 &&
                     q->in_h >= 1 && q->in_w >= 1 && q->in_stride >= (int64_t)q->in_w * p->channels &&
-                    valid_dtype(p->dtype) && (int)p->dtype == out_type && (p->chw ? 1 : 0) == chw &&
+                    valid_cmn_dtype(p->dtype) && (int)p->dtype == out_type && (p->chw ? 1 : 0) == chw &&
                     (p->pad_output ? 1 : 0) == pad,
                 LADLE_ERROR_INVALID_ARGUMENT,
                 "sample %d: bad parameters (image %dx%d, stride %lld, %d channels, window %dx%d, dtype %d, chw %d, "
@@ -273,7 +241,7 @@ extern "C" ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int
   LADLE_CUDA_ENTER();
   LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_convert_param_bytes(n),
                                     __func__));
-  LADLE_CHECK(valid_dtype(out_type) && valid_dtype(in_type), LADLE_ERROR_INVALID_ARGUMENT,
+  LADLE_CHECK(ladle__dtype_bytes(out_type) && ladle__dtype_bytes(in_type), LADLE_ERROR_INVALID_ARGUMENT,
               "cannot convert type %d to type %d", (int)in_type, (int)out_type);
   for (int i = 0; i < n; i++) {
     LADLE_CHECK(d[i].count == 0 || (d[i].in && d[i].out), LADLE_ERROR_INVALID_ARGUMENT, "sample %d: NULL pointer", i);

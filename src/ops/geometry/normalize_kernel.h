@@ -12,8 +12,7 @@
  * DALI's crop_mirror_normalize on one HWC uint8 image.
  *
  * Output: h x w pixels of C = channels + pad_output channels, element type
- * `dtype` (LADLE_FLOAT32, LADLE_FLOAT16, LADLE_UINT8, LADLE_INT32 or
- * LADLE_INT64), laid out CHW (planes of h*w) or HWC (packed), densely.
+ * `dtype` (any), laid out CHW (planes of h*w) or HWC (packed), densely.
  *
  * Output pixel (x, y) comes from input pixel
  *     sx = mirror ? x0 + w - 1 - x : x0 + x,     sy = y0 + y
@@ -28,7 +27,9 @@
  *     FLOAT16  ladle__f32_to_f16(v): round to nearest even, inf on overflow
  *     UINT8    ladle__f32_to_u8(v): saturate to 0..255 (NaN -> 0), round to
  *              nearest even
- *     INT32/64 round to nearest even, saturate (NaN -> 0), as ladle__convert.
+ *     others   as ladle__convert (ops/kernels/dtype.h's ladle__store_f32):
+ *              integers round to nearest even and saturate (NaN -> 0), bool
+ *              is v != 0, float64 is v exactly.
  * The padding channel (pad_output) is 0 everywhere.
  *
  * Since the input is uint8, the kernel precomputes the 256 possible outputs
@@ -36,7 +37,7 @@
  * is bit-identical to evaluating the formula per pixel.
  *
  * Preconditions (not checked here; the operator validates): 1 <= channels <= 4,
- * channels + pad_output <= 4, w >= 1, h >= 1, dtype one of the five above,
+ * channels + pad_output <= 4, w >= 1, h >= 1, dtype a valid ladle_dtype,
  * in_stride >= in_w * channels.
  */
 typedef struct ladle__cmn_params {
@@ -67,14 +68,16 @@ void ladle__crop_flip_hwc(void *out, const void *in, int in_h, int in_w, int cha
                           uint8_t fill);
 
 /*
- * Converts n elements between any two of uint8, int32, int64, float32,
- * float16 (same type: a copy). Rules:
- *   float32/float16 -> integer: round to nearest, ties to even, then saturate
- *                     to the type's range; NaN -> 0.
- *   integer -> narrower integer: saturate.
- *   integer -> float32: nearest float (ties to even); -> float16: nearest half,
- *                     +-inf beyond +-65504 (rounding boundary 65520).
- *   float32 -> float16: ladle__f32_to_f16; float16 -> float32: exact.
+ * Converts n elements between any two dtypes (same type: a copy), with the
+ * rules of ops/kernels/dtype.h (the per-element loads and stores, shared with
+ * the CUDA twin ladle__gpu_convert):
+ *   float -> integer: round to nearest, ties to even, then saturate to the
+ *                     type's range; NaN -> 0.
+ *   integer -> integer: saturate.        any -> bool: x != 0.
+ *   -> float32/float64: nearest float (ties to even); float64 values exact
+ *                     where the target can hold them.
+ *   -> float16: nearest half (rounded once), +-inf beyond +-65504 (rounding
+ *                     boundary 65520).
  * out and in must not overlap (unless equal with equal types).
  */
 void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t n);

@@ -246,8 +246,7 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
         const ladle__cmn_params *p = &cmn[i];
         int dt = p->dtype;
         if (p->channels != q->channels || p->w < 1 || p->h < 1 || q->channels + pad > 4 ||
-            !(dt == LADLE_UINT8 || dt == LADLE_FLOAT16 || dt == LADLE_FLOAT32 || dt == LADLE_INT32 ||
-              dt == LADLE_INT64) ||
+            ladle__dtype_bytes(dt) == 0 ||
             p->dtype != out_type || (p->chw ? 1 : 0) != chw || (p->pad_output ? 1 : 0) != pad) {
           st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
                                 "sample %d: bad crop_mirror_normalize parameters (channels %d for a %d-channel "

@@ -152,7 +152,8 @@ ladle_status ladle__gpu_crop_flip(const ladle__gpu_crop_flip_desc *d, int n, voi
                                   size_t param_bytes, void *stream);
 
 /* ladle__convert(out, out_type, in, in_type, count) on the GPU, per sample.
- * Bit-identical to the CPU rules for every pair of the five types. */
+ * Bit-identical to the CPU rules for every pair of dtypes (both use
+ * ops/kernels/dtype.h). */
 typedef struct ladle__gpu_convert_desc {
   const void *in;
   void *out;
@@ -173,6 +174,7 @@ ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int n, ladle_d
 /* ------------------------------------------------------------------------ */
 #if defined(__CUDACC__)
 
+#include "ops/kernels/dtype.h"
 #include "ops/kernels/half.h"
 
 extern "C" {
@@ -195,38 +197,9 @@ static inline ladle_status ladle__gpu_check_params(int n, const void *d, void *h
   return LADLE_OK;
 }
 
-/* Round to nearest, ties to even (normalize.c's round_even). */
-static __device__ __forceinline__ float ladle__gpu_round_even(float x) {
-  float a = fabsf(x);
-  if (!(a < 8388608.0f)) return x; /* large, inf or NaN */
-  return copysignf(__fsub_rn(__fadd_rn(a, 8388608.0f), 8388608.0f), x);
-}
-
-static __device__ __forceinline__ int32_t ladle__gpu_f32_to_i32(float x) {
-  float r = ladle__gpu_round_even(x);
-  if (r != r) return 0;
-  if (r >= 2147483648.0f) return INT32_MAX;
-  if (r < -2147483648.0f) return INT32_MIN;
-  return (int32_t)r;
-}
-
-static __device__ __forceinline__ int64_t ladle__gpu_f32_to_i64(float x) {
-  float r = ladle__gpu_round_even(x);
-  if (r != r) return 0;
-  if (r >= 9223372036854775808.0f) return INT64_MAX;
-  if (r < -9223372036854775808.0f) return INT64_MIN;
-  return (int64_t)r;
-}
-
-/* Stores v as element i of an array of `dtype` (normalize.c's store_f32). */
+/* Stores v as element i of an array of `dtype` (ops/kernels/dtype.h's rules). */
 static __device__ __forceinline__ void ladle__gpu_store(void *out, size_t i, int dtype, float v) {
-  switch (dtype) {
-    case LADLE_UINT8: ((uint8_t *)out)[i] = ladle__f32_to_u8(v); break;
-    case LADLE_FLOAT16: ((uint16_t *)out)[i] = ladle__f32_to_f16(v); break;
-    case LADLE_INT32: ((int32_t *)out)[i] = ladle__gpu_f32_to_i32(v); break;
-    case LADLE_INT64: ((int64_t *)out)[i] = ladle__gpu_f32_to_i64(v); break;
-    default: ((float *)out)[i] = v; break;
-  }
+  ladle__store_f32(out, i, dtype, v);
 }
 
 /* crop_mirror_normalize's value: ((float)u - mean) * mul + shift, three
@@ -255,7 +228,7 @@ static __device__ __forceinline__ void ladle__gpu_cmn_write(void *out, int out_t
       v = fill[c];
     else
       v = ladle__gpu_normalize(value[c], mean[c], mul[c], shift);
-    ladle__gpu_store(out, base + (size_t)c * cstep, out_type, v);
+    ladle__store_f32(out, base + (size_t)c * cstep, out_type, v);
   }
 }
 

@@ -34,9 +34,6 @@ static const ladle_arg_schema shot_args[SHOT_COUNT] = {
 };
 
 static ladle_status noise_init(ladle__node *n, int kind) {
-  ladle_dtype t = n->in[0].dtype;
-  if (t == LADLE_FLOAT16)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "input of type float16 is not supported (cast it first)");
   n->out[0] = n->in[0];
   return ladle__rand_state_init(n, kind, NULL, 0);
 }

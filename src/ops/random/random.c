@@ -81,7 +81,8 @@ static const ladle_arg_schema coin_args[COIN_COUNT] = {
     [COIN_PROBABILITY] = {LADLE_FLOAT_ARG("probability", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0),
         .doc = "Probability of a 1."},
     SHAPE_ROW(COIN_SHAPE),
-    [COIN_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_INT32), .doc = "Output type (INT32 by default)."},
+    [COIN_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_INT32),
+        .doc = "Output type (INT32 by default), any dtype (DALI 2.4 takes UINT8, INT32 and BOOL)."},
 };
 
 enum { UNI_RANGE, UNI_VALUES, UNI_SHAPE, UNI_DTYPE, UNI_COUNT };
@@ -91,7 +92,10 @@ static const ladle_arg_schema uniform_args[UNI_COUNT] = {
     [UNI_VALUES] = {LADLE_OPTIONAL_ARG("values", LADLE_ARG_FLOATS),
         .doc = "If given, values are drawn uniformly from this list instead."},
     SHAPE_ROW(UNI_SHAPE),
-    [UNI_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .doc = "Output type (FLOAT by default)."},
+    [UNI_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32),
+        .doc = "Output type (FLOAT by default), any dtype: the value drawn in double precision, converted as "
+               "fn.cast converts (integers: round to nearest even, saturate; BOOL: != 0). DALI 2.4 takes all "
+               "but FLOAT16 and BOOL."},
 };
 
 enum { NORMAL_MEAN, NORMAL_STDDEV, NORMAL_SHAPE, NORMAL_DTYPE, NORMAL_COUNT };
@@ -127,8 +131,6 @@ static ladle_status generator_init(ladle__node *n, int arg_shape, ladle_dtype dt
   if (shape->count > LADLE_MAX_NDIM)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'shape' has more than %d dimensions",
                          LADLE_MAX_NDIM);
-  if (dtype == LADLE_FLOAT16)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "argument 'dtype': FLOAT16 is not supported here");
   n->out[0] = (ladle__out_desc){dtype, shape->count, ""};
   return ladle__rand_state_init(n, kind, table, len);
 }
@@ -201,8 +203,6 @@ static ladle_status choice_init(ladle__node *n) {
   if (a->ndim == 0 && a->dtype != LADLE_INT32 && a->dtype != LADLE_INT64 && a->dtype != LADLE_UINT8)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "a scalar input 'a' must be an integer, not %s",
                          ladle_dtype_name(a->dtype));
-  if (a->dtype == LADLE_FLOAT16)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "input 'a' of type float16 is not supported");
   const ladle_value *p = ladle__arg_value(n, CHOICE_P);
   double cdf[4096], sum = 0;
   int len = ladle__arg_given(n, CHOICE_P) ? p->count : 0;

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "core/rng.h"
+#include "ops/kernels/dtype.h"
 #include "ladle/ladle.h"
 
 typedef enum ladle__rand_kind {
@@ -43,33 +44,15 @@ typedef struct ladle__rand_sample {
   double p[4];
 } ladle__rand_sample;
 
-/* Element i of a tensor of `dtype`, as a double. */
+/* Element i of a tensor of `dtype`, as a double (ops/kernels/dtype.h). */
 static inline LADLE_HD double ladle__rand_load(const void *data, int dtype, int64_t i) {
-  switch (dtype) {
-    case LADLE_UINT8: return ((const uint8_t *)data)[i];
-    case LADLE_INT32: return ((const int32_t *)data)[i];
-    case LADLE_INT64: return (double)((const int64_t *)data)[i];
-    default: return ((const float *)data)[i];
-  }
-}
-
-static inline LADLE_HD double ladle__rand_round_clamp(double x, double lo, double hi) {
-  if (x != x) return 0;
-  x = nearbyint(x);
-  return x < lo ? lo : x > hi ? hi : x;
+  return ladle__load_as_f64(data, (size_t)i, dtype);
 }
 
 /* Stores x as element i: integers round to nearest even and saturate (NaN:
  * 0), as DALI converts random values and noisy pixels. */
 static inline LADLE_HD void ladle__rand_store(void *data, int dtype, int64_t i, double x) {
-  switch (dtype) {
-    case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)ladle__rand_round_clamp(x, 0, 255); break;
-    case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)ladle__rand_round_clamp(x, -2147483648.0, 2147483647.0); break;
-    case LADLE_INT64: /* the largest double below 2^63 */
-      ((int64_t *)data)[i] = (int64_t)ladle__rand_round_clamp(x, -9223372036854775808.0, 9223372036854774784.0);
-      break;
-    default: ((float *)data)[i] = (float)x; break;
-  }
+  ladle__store_f64(data, (size_t)i, dtype, x);
 }
 
 /* The value of element i of sample s. `table` has table_len doubles. */

@@ -37,9 +37,9 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_CASE_SENSITIVE_EXTENSIONS] = {LADLE_BOOL_ARG("case_sensitive_extensions", 1),
         .doc = "Compare extensions byte-wise; false: ASCII-case-insensitively."},
     [ARG_DTYPES] = {LADLE_OPTIONAL_ARG("dtypes", LADLE_ARG_INTS), LADLE_RANGE(0.0, (double)(LADLE_DTYPE_COUNT - 1)),
-        .doc = "Element type of each output (types.UINT8, types.INT32, ...; default UINT8 for all): the "
+        .doc = "Element type of each output (any of types.INT8 .. types.BOOL; default UINT8 for all): the "
                "component's bytes reinterpreted in the machine's byte order (little-endian on x86 and ARM) as a "
-               "1-D array of size / element size. One per ext entry; a component whose size is not a multiple "
+               "1-D array of size / element size (BOOL: a nonzero byte is true). One per ext entry; a component whose size is not a multiple "
                "of the element size fails at build, naming tar, key and extension."},
     [ARG_INDEX_PATHS] = {LADLE_OPTIONAL_ARG("index_paths", LADLE_ARG_STRINGS),
         .doc = "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading only "
@@ -145,7 +145,14 @@ static ladle_status wds_run(ladle__node *n, ladle__sample *s) {
   wds_state *w = n->state;
   uint8_t *dst[LADLE_MAX_OUTPUTS];
   for (int k = 0; k < n->num_outputs; k++) dst[k] = ladle__output(n, s, k).data;
-  return ladle__tar_index_read(w->index, s->ref->index, dst);
+  ladle_status st = ladle__tar_index_read(w->index, s->ref->index, dst);
+  /* A bool element is 0 or 1 (what NumPy and torch expect of their bools). */
+  for (int k = 0; st == LADLE_OK && k < n->num_outputs; k++) {
+    if (n->out[k].dtype != LADLE_BOOL) continue;
+    ladle__tensor t = ladle__output(n, s, k);
+    for (int64_t i = 0; i < t.shape[0]; i++) dst[k][i] = dst[k][i] != 0;
+  }
+  return st;
 }
 
 const ladle__op_def ladle__op_readers_webdataset = {
