@@ -96,7 +96,7 @@ static tab_filter filter_for(ladle__interp interp, int antialias, float in_exten
     case LADLE__INTERP_TRIANGULAR: {
       /* antialiased LINEAR downscaling is the triangular filter */
       if (interp == LADLE__INTERP_LINEAR && !down) return stretched(tri_table, TRI_N, 2.0f);
-      float radius = in_extent > out_size ? ratio : 1.0f;
+      float radius = down ? ratio : 1.0f; /* DALI 2.4: TRIANGULAR widens only when antialiased */
       return stretched(tri_table, TRI_N, fmaxf(1.0f, 2 * radius));
     }
     case LADLE__INTERP_GAUSSIAN: {

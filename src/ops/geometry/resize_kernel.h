@@ -106,7 +106,8 @@ ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, do
  * (triangle of 3 points, Gaussian of 65, Lanczos3 of 193, Keys cubic of 129)
  * read with linear interpolation and stretched by DALI's default radius:
  * LINEAR is bilinear, or the triangle of radius in/out when antialiased and
- * downscaling; TRIANGULAR always widens; CUBIC/LANCZOS3 widen to 2 (3) x
+ * downscaling, and so is TRIANGULAR (DALI 2.4 no longer widens it without
+ * antialias, measured); CUBIC/LANCZOS3 widen to 2 (3) x
  * in/out when antialiased. Coordinates and weights are single-precision,
  * computed operation by operation as DALI does; each pixel's weights are
  * divided by their float sum (no residual correction). Borders: a tap outside
