@@ -328,7 +328,8 @@ static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
 const ladle__op_def ladle__op_resize = {
     .schema = {.name = "resize",
                .doc = "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
-                      "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
+                      "resize_y / size / resize_shorter / resize_longer / mode / max_size rules, subpixel_scale and "
+                      "roi_start/roi_end; the arithmetic is DALI 2.4's CPU resize by default (resampling).",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
                .devices = LADLE_ON_CPU_GPU,
                .num_args = ARG_RESIZE_COUNT, .args = resize_args},

@@ -67,11 +67,21 @@ typedef struct tab_filter {
   float anchor, scale;
 } tab_filter;
 
-/* A table stretched to cover `width` input pixels. */
+/* A table stretched to cover `width` input pixels, by DALI's chain of
+ * rescales (each in float, in DALI's order of operations, since the anchor's
+ * last bit decides where a tap falls): a table starts spanning 2 pixels
+ * (anchor 1); Lanczos3 and cubic are first rescaled to 6 and 4 pixels. */
+static void rescale(tab_filter *f, float width) {
+  float old = f->scale;
+  f->scale = (f->num - 1) / width;
+  f->anchor = f->anchor * old / f->scale;
+}
+
 static tab_filter stretched(const float *coeffs, int num, float width) {
-  tab_filter f = {coeffs, num, 0, 0};
-  f.scale = (num - 1) / width;
-  f.anchor = width * 0.5f;
+  tab_filter f = {coeffs, num, 1.0f, (num - 1) * 0.5f};
+  if (coeffs == lanczos_table) rescale(&f, 6.0f);
+  if (coeffs == cubic_table) rescale(&f, 4.0f);
+  rescale(&f, width);
   return f;
 }
 
@@ -166,7 +176,7 @@ static ladle_status plan_axis(ladle__resize_axis *axis, int in_size, int base, f
     RESERVE(axis->work, axis->cap_work, ints + (size_t)out_size * support * sizeof(float));
     int32_t *lo = axis->work, *cnt = lo + out_size;
     float *raw = (float *)((uint8_t *)axis->work + ints);
-    const float x0 = origin + 0.5f * scale - 0.5f - f->anchor;
+    const float x0 = origin + (0.5f * scale - 0.5f - f->anchor); /* DALI: srcx_0 += ... */
     int taps = 1;
     for (int i = 0; i < out_size; i++) {
       float sx0f = i * scale + x0;
@@ -234,7 +244,7 @@ ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis 
       scale[d] = (roi_hi[d] - roi_lo[d]) / out[d];
       support[d] = support_of(&f[d]);
       float a = fminf(roi_lo[d], roi_hi[d]) - f[d].anchor, b = fmaxf(roi_lo[d], roi_hi[d]) - f[d].anchor + support[d];
-      float fa = floorf(a), fb = floorf(b);
+      float fa = floorf(a), fb = ceilf(b);
       lo[d] = fa < 0 ? 0 : fa > in[d] ? in[d] : (int)fa;
       hi[d] = fb < 0 ? 0 : fb > in[d] ? in[d] : (int)fb;
     }

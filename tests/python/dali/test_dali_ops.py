@@ -44,19 +44,20 @@ RESIZE_CASES = [
 ]
 
 
-# Measured divergences not yet explained (see the branch report): ROIs (12,
-# 13: NN's column clamp past the edge, flipped relative ROIs), and downscales
-# by more than ~2x with antialias=False (LINEAR/CUBIC/TRIANGULAR) or GAUSSIAN.
-# Strict xfails: they alert when fixed.
-KNOWN = {('LINEAR', True, 12), ('LINEAR', True, 13), ('LINEAR', False, 1), ('LINEAR', False, 3),
-         ('LINEAR', False, 6), ('LINEAR', False, 7), ('LINEAR', False, 10), ('LINEAR', False, 12),
-         ('LINEAR', False, 13), ('NN', True, 12), ('NN', False, 12), ('CUBIC', True, 13),
-         ('CUBIC', False, 1), ('CUBIC', False, 3), ('CUBIC', False, 13), ('TRIANGULAR', True, 12),
-         ('TRIANGULAR', True, 13), ('TRIANGULAR', False, 1), ('TRIANGULAR', False, 3), ('TRIANGULAR', False, 6),
+# Measured divergences (strict xfails: they alert when fixed). All but NN are
+# 1 level on more values than the tolerance allows, from two DALI 2.4 CPU
+# behaviours ladle does not reproduce: where DALI's last pass is horizontal
+# (it picks the cheaper order) its vectorised loop rounds ties to even while
+# its scalar tail rounds them up (measured: 2x LINEAR downscales, case 6/7/10
+# with antialias=False); and cases 12/13 (ROIs past the image's edge). NN with
+# a window past the right edge (12): DALI's column clamp adds the width
+# instead of clamping and reads outside the row (values up to 250 apart);
+# ladle clamps.
+KNOWN = {('LINEAR', True, 12), ('LINEAR', False, 6), ('LINEAR', False, 7), ('LINEAR', False, 10),
+         ('LINEAR', False, 12), ('LINEAR', False, 13), ('NN', True, 12), ('NN', False, 12),
+         ('CUBIC', False, 1), ('CUBIC', False, 3), ('TRIANGULAR', True, 12), ('TRIANGULAR', False, 6),
          ('TRIANGULAR', False, 7), ('TRIANGULAR', False, 10), ('TRIANGULAR', False, 12), ('TRIANGULAR', False, 13),
-         ('GAUSSIAN', True, 1), ('GAUSSIAN', True, 3), ('GAUSSIAN', True, 9), ('GAUSSIAN', True, 13),
-         ('GAUSSIAN', False, 1), ('GAUSSIAN', False, 3), ('GAUSSIAN', False, 6), ('GAUSSIAN', False, 7),
-         ('GAUSSIAN', False, 9), ('GAUSSIAN', False, 10), ('GAUSSIAN', False, 13)}
+         ('GAUSSIAN', False, 6), ('GAUSSIAN', False, 7), ('GAUSSIAN', False, 10)}
 
 
 def resize_params():
