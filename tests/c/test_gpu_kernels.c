@@ -207,7 +207,7 @@ static void rs_make(rs_sample *s, ladle_dtype type, int max_in, int max_out, int
     ladle_status st = ladle__resize_plan_dali(&s->ax, &s->ay, s->in_w, s->in_h, lo, hi, s->ax.out_size,
                                               s->ay.out_size, mn, mg, aa);
     CHECK(st == LADLE_OK);
-    CHECK(s->ay.round_up == 1);
+    CHECK(s->ay.round_up == LADLE__ROUND_UP || s->ay.round_up == LADLE__ROUND_DALI_ROWS);
   }
   s->din = dev_alloc(s->in_bytes);
   upload(s->din, s->in, s->in_bytes);

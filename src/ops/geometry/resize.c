@@ -35,8 +35,8 @@ enum {
   [ARG_RESAMPLING] = {LADLE_STRING_ARG("resampling", "dali"), LADLE_CHOICES("dali", "pil"), \
       .doc = "ladle's own: the filter arithmetic. \"dali\" (default): DALI 2.4's CPU resize: its tabulated " \
              "filters, float coordinates, the edge pixel repeated where a filter leaves the image, ties rounded " \
-             "up; equal to DALI's output, or within 1 level where DALI sums in another order (it picks the " \
-             "cheaper pass first). \"pil\": PIL's filters (exact shapes in double precision, taps outside " \
+             "up or to even as DALI's scalar and vectorised loops do; equal to DALI's output, or within 1 " \
+             "level where DALI sums in another order (it picks the cheaper pass first). \"pil\": PIL's filters (exact shapes in double precision, taps outside " \
              "the image dropped and the rest renormalised, ties to even): within 1 level of PIL/torchvision " \
              "(ladle.torchvision uses it) and no darkened or brightened borders for CUBIC/LANCZOS3; the " \
              "source window is stretched onto the rounded size (subpixel_scale has no effect)."}, \

@@ -155,7 +155,7 @@ static ladle_status plan_axis(ladle__resize_axis *axis, int in_size, int base, f
   ladle_status st = LADLE_OK;
   axis->out_size = out_size;
   axis->in_size = in_size;
-  axis->round_up = 1;
+  axis->round_up = LADLE__ROUND_UP;
   if (!f->coeffs) {
     axis->taps = 1;
     RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
@@ -269,6 +269,10 @@ ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis 
       st = plan_axis(axis, in[d], base, o, scale[d], out[d], &f[d], clo, chi, d == 1);
       if (st != LADLE_OK) goto done;
     }
+    /* DALI's last pass rounds: horizontal (scalar), ties up; vertical,
+     * vectorised over blocks of 16 elements of the row that round to even,
+     * and a scalar tail that rounds up (measured on DALI 2.4). */
+    ax->round_up = ay->round_up = second == 1 ? LADLE__ROUND_DALI_ROWS : LADLE__ROUND_UP;
   }
 done:
   if (st != LADLE_OK) {

@@ -493,8 +493,10 @@ static void resize_rows(void *out, const void *in, int is_u8, size_t in_stride_b
   const float **rp = (const float **)(base + l.rp);
   const size_t span = (size_t)(ax->in_hi - ax->in_lo) * c;
   const size_t out_row = (size_t)out_w * c * (is_u8 ? 1 : sizeof(float));
-  const int round_up = is_u8 && ay->round_up;
-  const float bias = round_up ? 0.5f : 0.0f;
+  /* Elements from `split` on (DALI's rounding) sum from 0.5 and truncate. */
+  const size_t row_elems = (size_t)out_w * c;
+  const size_t split = is_u8 ? (size_t)ladle__resize_round_split(ay->round_up, row_elems) : row_elems;
+  const float bias = split == 0 ? 0.5f : 0.0f;
 
   for (int k = 0; k < ty; k++) tag[k] = -1;
   memset(row + span, 0, 4 * sizeof(float));
@@ -521,14 +523,23 @@ static void resize_rows(void *out, const void *in, int is_u8, size_t in_stride_b
       hpass_any(t, row, wx, ax, c);
       tag[slot] = r;
     }
-    vpass_any(acc, rp, ay->weights + (size_t)j * ty, ty, l.row_w, bias);
+    const float *wy = ay->weights + (size_t)j * ty;
+    vpass_any(acc, rp, wy, ty, l.row_w, bias);
     uint8_t *o = (uint8_t *)out + (size_t)j * out_row;
-    if (is_u8 && round_up)
+    if (is_u8 && split == 0) {
       store_row_u8(o, acc, out_w, c, l.cp, 1);
-    else if (is_u8)
+    } else if (is_u8) {
       store_row_u8(o, acc, out_w, c, l.cp, 0);
-    else
+      /* The elements past the split: their sums again, from 0.5, in tap order. */
+      for (size_t e = split; e < row_elems; e++) {
+        const size_t off = e / c * l.cp + e % c;
+        float v = 0.5f;
+        for (int k = 0; k < ty; k++) v += wy[k] * rp[k][off];
+        o[e] = ladle__f32_to_u8_trunc(v);
+      }
+    } else {
       store_row_f32((float *)o, acc, out_w, c, l.cp);
+    }
   }
 }
 

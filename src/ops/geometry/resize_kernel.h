@@ -43,15 +43,26 @@ typedef enum ladle__interp {
  * in_lo .. in_hi-1 is the span of input pixels that any output pixel reads
  * (min start, max start + taps).
  */
+enum { LADLE__ROUND_EVEN = 0, LADLE__ROUND_UP = 1, LADLE__ROUND_DALI_ROWS = 2 };
+
+/* The first element of an output row of n elements whose ties round up. */
+#define ladle__resize_round_split(mode, n) \
+  ((mode) == LADLE__ROUND_UP ? 0 : (mode) == LADLE__ROUND_DALI_ROWS ? (n) / 16 * 16 : (n))
+
 typedef struct ladle__resize_axis {
   int out_size, taps;
   int32_t *start;  /* out_size entries */
   float *weights;  /* out_size * taps entries */
   int in_size;     /* the input size the table was planned for */
   int in_lo, in_hi;
-  /* Rounding of uint8 outputs, read from the vertical axis (ay): 0, the
-   * vertical sums start at 0 and round half to even; 1 (DALI's), they start
-   * at 0.5 and are truncated (ties round up). */
+  /* Rounding of uint8 outputs, read from the vertical axis (ay), by element
+   * e = x * channels + c of an output row of n elements: those with
+   * e >= ladle__resize_round_split(round_up, n) start their vertical sums at
+   * 0.5 and are truncated (ties up, DALI's scalar code); the others start at
+   * 0 and round half to even. round_up: LADLE__ROUND_EVEN (0, none),
+   * LADLE__ROUND_UP (1, all), LADLE__ROUND_DALI_ROWS (2, all but the first
+   * n / 16 * 16: DALI's vertical pass, vectorised in blocks of 16 elements
+   * that round to even, its scalar tail rounding up). */
   int round_up;
   /* Owned memory, kept by ladle__resize_axis_replan for the next plan. */
   size_t cap_start, cap_weights, cap_work; /* bytes */
@@ -112,11 +123,15 @@ ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, do
  * computed operation by operation as DALI does; each pixel's weights are
  * divided by their float sum (no residual correction). Borders: a tap outside
  * the readable range reads the edge pixel (its weight is added to the edge
- * pixel's). NN: floor(origin + (i + 1/2) * scale) across, accumulated steps
- * down (DALI's ResampleNN). ay->round_up is set: uint8 outputs round ties
- * up. The result equals DALI's CPU output bit for bit when DALI resamples
- * horizontally first and no edge pixel is repeated; otherwise the float
- * sums differ in order, within one level for uint8.
+ * pixel's); the axis DALI resamples second reads only DALI's ROI of the
+ * first pass, [floor(lo - anchor), ceil(hi - anchor + support)). NN:
+ * floor(origin + (i + 1/2) * scale) across, accumulated steps down (DALI's
+ * ResampleNN). DALI picks the cheaper order of passes (its cost formula);
+ * ay->round_up follows its last pass: LADLE__ROUND_UP where that is
+ * horizontal, LADLE__ROUND_DALI_ROWS where it is vertical. The result equals
+ * DALI's CPU output bit for bit where DALI also resamples horizontally first
+ * and no edge pixel is repeated; otherwise the float sums differ in order,
+ * within one level for uint8 (measured on DALI 2.4).
  * Fails with LADLE_ERROR_INVALID_ARGUMENT for sizes < 1 or a non-finite
  * window, LADLE_ERROR_OUT_OF_MEMORY; the axes are reused as by _replan and
  * freed on failure.
@@ -153,8 +168,9 @@ size_t ladle__resize_scratch_size(const ladle__resize_axis *ax, const ladle__res
  *        v[j][i][c] = 0;  for k in 0..ay->taps-1:
  *          v[j][i][c] += ay->weights[j*taps+k] * t[ay->start[j]+k][i][c]
  *   3. out[j][i][c] = ladle__f32_to_u8(v) (saturate to 0..255, round to
- *      nearest even); with ay->round_up (DALI's rounding) the sums v of
- *      step 2 start at 0.5 instead of 0 and
+ *      nearest even); for the elements e = i * channels + c at or past
+ *      ladle__resize_round_split(ay->round_up, ax->out_size * channels)
+ *      (DALI's rounding) the sums v of step 2 start at 0.5 instead of 0 and
  *      out[j][i][c] = ladle__f32_to_u8_trunc(v) (saturate, truncate).
  * Every product and sum is a single float operation, rounded (no fused
  * multiply-add: resize.c turns contraction off for itself; a CUDA kernel uses

@@ -44,20 +44,16 @@ RESIZE_CASES = [
 ]
 
 
-# Measured divergences (strict xfails: they alert when fixed). All but NN are
-# 1 level on more values than the tolerance allows, from two DALI 2.4 CPU
-# behaviours ladle does not reproduce: where DALI's last pass is horizontal
-# (it picks the cheaper order) its vectorised loop rounds ties to even while
-# its scalar tail rounds them up (measured: 2x LINEAR downscales, case 6/7/10
-# with antialias=False); and cases 12/13 (ROIs past the image's edge). NN with
-# a window past the right edge (12): DALI's column clamp adds the width
-# instead of clamping and reads outside the row (values up to 250 apart);
-# ladle clamps.
-KNOWN = {('LINEAR', True, 12), ('LINEAR', False, 6), ('LINEAR', False, 7), ('LINEAR', False, 10),
-         ('LINEAR', False, 12), ('LINEAR', False, 13), ('NN', True, 12), ('NN', False, 12),
-         ('CUBIC', False, 1), ('CUBIC', False, 3), ('TRIANGULAR', True, 12), ('TRIANGULAR', False, 6),
-         ('TRIANGULAR', False, 7), ('TRIANGULAR', False, 10), ('TRIANGULAR', False, 12), ('TRIANGULAR', False, 13),
-         ('GAUSSIAN', False, 6), ('GAUSSIAN', False, 7), ('GAUSSIAN', False, 10)}
+# Measured divergences (strict xfails: they alert when fixed). Case 12 (a
+# window past the right edge): NN reads outside the row in DALI (its column
+# clamp adds the width instead of clamping: values up to 250 apart; ladle
+# clamps), the other filters differ by 1 level on 3% of the values at that
+# edge. Cases 7 and 13 (stretch with antialias=False, flipped relative ROI):
+# 1 level on 5-7% of the values, where DALI's order of passes or its
+# vectorised blocks round ties differently from ladle's model of them.
+KNOWN = {('LINEAR', True, 12), ('LINEAR', False, 7), ('LINEAR', False, 12), ('LINEAR', False, 13),
+         ('NN', True, 12), ('NN', False, 12), ('TRIANGULAR', True, 12), ('TRIANGULAR', False, 7),
+         ('TRIANGULAR', False, 12), ('TRIANGULAR', False, 13), ('GAUSSIAN', False, 7)}
 
 
 def resize_params():
@@ -70,8 +66,10 @@ def resize_params():
 
 @pytest.mark.parametrize("filt,antialias,case", list(resize_params()))
 def test_resize_matches_dali(filt, antialias, case):
-    """Tolerance: 1 level on at most 3% of the values (measured up to 1.2%). ladle applies DALI's own
-    tables and rounding, always horizontal pass first; DALI picks the cheaper
+    """Tolerance: 1 level on at most 3% of the values (most cases measure 0
+    or a few values). ladle applies DALI's own tables and rounding (ties up
+    in DALI's scalar code, to even in its 16-element vectorised blocks of
+    the vertical pass), always horizontal pass first; DALI picks the cheaper
     order, and where it goes vertical first (or repeats an edge pixel) its
     float sums round differently, by one level at most. NN is exact."""
     imgs = decoded_photos(2) + NOISE
