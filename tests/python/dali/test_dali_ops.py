@@ -245,3 +245,16 @@ def test_bad_inputs_fail_in_both(graph_args):
         run_both(graph, {"x": [NOISE]}, 2)
     # run_both runs ladle first: ladle's error, a ladle.Error naming the operator
     assert isinstance(err.value, ladle.Error) and name in str(err.value)
+
+
+@pytest.mark.parametrize("area,aspect", [([0.99, 1.0], [2.0, 2.0]), ([0.99, 1.0], [0.3, 0.4]), ([1.0, 1.0], [10.0, 10.0])])
+def test_image_random_crop_fallback_shape_matches_dali(area, aspect):
+    """When no attempt fits, both fall back to the whole image trimmed to the
+    nearest allowed aspect ratio, truncated: the shapes are equal (exact).
+    Placement differs by design: DALI places it at random, ladle centres it
+    (torchvision's rule), so only the shapes are compared."""
+    blobs = [b for _, b in sample_jpegs()[:6]]
+    feeds = [[np.frombuffer(b, np.uint8) for b in blobs]]
+    lad, dal = run_both(lambda fn, types, x: fn.decoders.image_random_crop(
+        x, random_area=area, random_aspect_ratio=aspect), {"x": feeds}, len(blobs))
+    assert [a.shape for a in lad] == [b.shape for b in dal]
