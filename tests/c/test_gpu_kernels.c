@@ -175,6 +175,24 @@ static void rs_make(rs_sample *s, ladle_dtype type, int max_in, int max_out, int
   int aa = rnd_int(0, 3) != 0;
   random_axis(&s->ax, s->in_w, max_out, fx, aa);
   random_axis(&s->ay, s->in_h, max_out, fy, aa);
+  if (rnd_int(0, 1)) {
+    /* DALI's planner (resampling="dali"): the same output sizes, a random
+     * window (sometimes flipped, sometimes past the borders), ties rounded up. */
+    float lo[2], hi[2];
+    const int in[2] = {s->in_w, s->in_h};
+    for (int d = 0; d < 2; d++) {
+      double l = rnd_int(0, 1) ? 0 : rnd_range(-0.3, 0.8) * in[d];
+      double len = rnd_int(0, 1) ? in[d] - l : rnd_range(0.05, 1.3) * in[d];
+      if (len < 0.5) len = 0.5;
+      lo[d] = (float)l, hi[d] = (float)(l + len);
+      if (rnd_int(0, 4) == 0) { float t = lo[d]; lo[d] = hi[d]; hi[d] = t; }
+    }
+    ladle__interp mn = fx, mg = rnd_int(0, 1) ? fx : fy;
+    ladle_status st = ladle__resize_plan_dali(&s->ax, &s->ay, s->in_w, s->in_h, lo, hi, s->ax.out_size,
+                                              s->ay.out_size, mn, mg, aa);
+    CHECK(st == LADLE_OK);
+    CHECK(s->ay.round_up == LADLE__ROUND_UP || s->ay.round_up == LADLE__ROUND_DALI_ROWS);
+  }
   s->din = dev_alloc(s->in_bytes);
   upload(s->din, s->in, s->in_bytes);
 }

@@ -334,11 +334,11 @@ static void test_resize_constant(void) {
 /* Naive application of the tables with the documented float arithmetic: the
  * kernels (ring of rows, padded channels, spans) must match it bit for bit. */
 static void ref_apply(float *out, const float *in, int in_w, int c, const ladle__resize_axis *ax,
-                      const ladle__resize_axis *ay) {
+                      const ladle__resize_axis *ay, float bias) {
   for (int j = 0; j < ay->out_size; j++)
     for (int i = 0; i < ax->out_size; i++)
       for (int ch = 0; ch < c; ch++) {
-        float v = 0.0f;
+        float v = bias;
         for (int ky = 0; ky < ay->taps; ky++) {
           int r = ay->start[j] + ky;
           float t = 0.0f;
@@ -369,7 +369,7 @@ static void test_resize_matches_naive(void) {
     void *scratch = malloc(ladle__resize_scratch_size(&ax, &ay, h, c));
     ladle__resize_u8(out8, in8, h, w * c, c, &ax, &ay, scratch);
     ladle__resize_f32(outf, inf, h, w * c, c, &ax, &ay, scratch);
-    ref_apply(ref, inf, w, c, &ax, &ay);
+    ref_apply(ref, inf, w, c, &ax, &ay, 0.0f);
     for (size_t i = 0; i < n_out; i++) {
       bad_f32 += memcmp(&outf[i], &ref[i], 4) != 0;
       bad_u8 += out8[i] != ladle__f32_to_u8(ref[i]);
@@ -385,6 +385,80 @@ static void test_resize_matches_naive(void) {
   }
   CHECK(bad_u8 == 0);
   CHECK(bad_f32 == 0);
+}
+
+/* DALI's planner: in-bounds tables whose weights sum to 1 (float), and
+ * kernels that apply them as the naive formula does, uint8 sums started at
+ * 0.5 and truncated (ties up). */
+static void test_resize_dali_matches_naive(void) {
+  rng_reset(11);
+  int bad_u8 = 0, bad_f32 = 0, bad_table = 0;
+  for (int t = 0; t < 200; t++) {
+    int c = rnd_int(1, 4), h = rnd_int(1, 70), w = rnd_int(1, 70), oh = rnd_int(1, 50), ow = rnd_int(1, 50);
+    ladle__interp mn = all_interps[t % NUM_INTERPS], mg = all_interps[(t / NUM_INTERPS) % NUM_INTERPS];
+    float lo[2], hi[2];
+    const int in[2] = {w, h};
+    for (int d = 0; d < 2; d++) {
+      lo[d] = t % 3 == 0 ? 0.0f : (float)((rnd_unit() - 0.2) * in[d]);
+      hi[d] = t % 3 == 0 ? (float)in[d] : lo[d] + (float)((0.1 + rnd_unit()) * in[d]);
+      if (t % 7 == 1) { float x = lo[d]; lo[d] = hi[d]; hi[d] = x; } /* flipped */
+    }
+    ladle__resize_axis ax = {0}, ay = {0};
+    CHECK_OK(ladle__resize_plan_dali(&ax, &ay, w, h, lo, hi, ow, oh, mn, mg, t & 1));
+    CHECK(ay.round_up == LADLE__ROUND_UP || ay.round_up == LADLE__ROUND_DALI_ROWS);
+    const size_t row = (size_t)ow * c, split = (size_t)ladle__resize_round_split(ay.round_up, row);
+    for (int d = 0; d < 2; d++) {
+      const ladle__resize_axis *a = d ? &ay : &ax;
+      int ok = a->taps >= 1 && a->taps <= in[d] && a->out_size == (d ? oh : ow);
+      for (int i = 0; i < a->out_size && ok; i++) {
+        double sum = 0, mag = 0;
+        for (int k = 0; k < a->taps; k++) sum += a->weights[i * a->taps + k], mag += fabs(a->weights[i * a->taps + k]);
+        ok = a->start[i] >= a->in_lo && a->start[i] + a->taps <= a->in_hi && a->in_lo >= 0 && a->in_hi <= in[d] &&
+             fabs(sum - 1.0) < 1e-5 * (mag > 1 ? mag : 1);
+      }
+      bad_table += !ok;
+    }
+    size_t n_in = (size_t)h * w * c, n_out = (size_t)oh * ow * c;
+    uint8_t *in8 = malloc(n_in), *out8 = malloc(n_out);
+    float *inf = malloc(n_in * 4), *outf = malloc(n_out * 4), *ref = malloc(n_out * 4), *ref8 = malloc(n_out * 4);
+    fill_random(in8, n_in);
+    for (size_t i = 0; i < n_in; i++) inf[i] = in8[i];
+    void *scratch = malloc(ladle__resize_scratch_size(&ax, &ay, h, c));
+    ladle__resize_u8(out8, in8, h, w * c, c, &ax, &ay, scratch);
+    ladle__resize_f32(outf, inf, h, w * c, c, &ax, &ay, scratch);
+    ref_apply(ref, inf, w, c, &ax, &ay, 0.0f);
+    ref_apply(ref8, inf, w, c, &ax, &ay, 0.5f);
+    for (size_t i = 0; i < n_out; i++) {
+      bad_f32 += memcmp(&outf[i], &ref[i], 4) != 0;
+      float v = ref8[i];
+      uint8_t want = i % row >= split ? (v <= 0.0f ? 0 : v >= 255.0f ? 255 : (uint8_t)v) : ladle__f32_to_u8(ref[i]);
+      bad_u8 += out8[i] != want;
+    }
+    free(scratch);
+    free(in8);
+    free(out8);
+    free(inf);
+    free(outf);
+    free(ref);
+    free(ref8);
+    ladle__resize_axis_free(&ax);
+    ladle__resize_axis_free(&ay);
+  }
+  CHECK(bad_table == 0);
+  CHECK(bad_u8 == 0);
+  CHECK(bad_f32 == 0);
+  /* A tie rounds up: 2 -> 1 pixel of [1, 2] is 1.5 -> 2 (pil rounds it to even: 2, so use [2, 3] -> 2.5 -> 3). */
+  ladle__resize_axis ax = {0}, ay = {0};
+  const float lo[2] = {0, 0}, hi[2] = {2, 1};
+  CHECK_OK(ladle__resize_plan_dali(&ax, &ay, 2, 1, lo, hi, 1, 1, LADLE__INTERP_LINEAR, LADLE__INTERP_LINEAR, 0));
+  const uint8_t px[2] = {2, 3};
+  uint8_t o = 0;
+  void *scratch = malloc(ladle__resize_scratch_size(&ax, &ay, 1, 1));
+  ladle__resize_u8(&o, px, 1, 2, 1, &ax, &ay, scratch);
+  CHECK(o == 3);
+  free(scratch);
+  ladle__resize_axis_free(&ax);
+  ladle__resize_axis_free(&ay);
 }
 
 /* Antialiased linear 2x downscale = the separable [1 3 3 1]/8 filter (PIL's
@@ -750,6 +824,7 @@ int main(int argc, char **argv) {
   RUN(test_resize_nn);
   RUN(test_resize_constant);
   RUN(test_resize_matches_naive);
+  RUN(test_resize_dali_matches_naive);
   RUN(test_resize_half_linear);
   RUN(test_resize_window_equals_crop);
   RUN(test_cmn);

@@ -248,8 +248,8 @@ def test_random_crop_windows_are_reproducible(coord_png):
 
 
 @pytest.mark.parametrize("aspect,shape,origin", [
-    ([10.0, 10.0], (26, 256), (0, 115)),   # too wide for any window: full width, h = round(256 / 10)
-    ([0.1, 0.1], (256, 26), (115, 0)),     # too tall: full height, w = round(256 * 0.1)
+    ([10.0, 10.0], (25, 256), (0, 115)),   # too wide for any window: full width, h = trunc(256 / 10) as DALI 2.4
+    ([0.1, 0.1], (256, 25), (115, 0)),     # too tall: full height, w = trunc(256 * 0.1) as DALI 2.4
 ])
 def test_random_crop_fallback_is_centred(coord_png, aspect, shape, origin):
     path, full = coord_png

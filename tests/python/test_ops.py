@@ -100,7 +100,7 @@ def test_resize_uint8_against_pillow(pngs, interp):
     for kind in kinds:
         for src, (oh, ow) in RESIZE_CASES:
             path = pngs[f"{kind}_{src}"]
-            out = on_images([path], lambda im: fn.resize(im, resize_x=ow, resize_y=oh, interp_type=interp))[0]
+            out = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=ow, resize_y=oh, interp_type=interp))[0]
             ref = np.asarray(Image.open(path).resize((ow, oh), PIL_FILTER[interp]))
             assert out.shape == ref.shape
             diff = np.abs(out.astype(int) - ref)
@@ -109,7 +109,7 @@ def test_resize_uint8_against_pillow(pngs, interp):
     if interp != "LINEAR":
         for src, (oh, ow) in RESIZE_CASES:
             path = pngs[f"noise_{src}"]
-            out = on_images([path], lambda im: fn.resize(im, resize_x=ow, resize_y=oh, interp_type=interp))[0]
+            out = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=ow, resize_y=oh, interp_type=interp))[0]
             ref = np.asarray(Image.open(path).resize((ow, oh), PIL_FILTER[interp]))
             diff = np.abs(out.astype(int) - ref)
             assert diff.max() <= 48 and diff.mean() < 1.0, (interp, src, diff.max(), diff.mean())
@@ -123,7 +123,7 @@ def test_resize_float_against_pillow_f_mode(pngs, interp):
     float rounding, 1e-3 on values up to ~300 (measured <= 1e-4), on noise too."""
     for src, (oh, ow) in RESIZE_CASES:
         path = pngs[f"noise_{src}"]
-        out = on_images([path], lambda im: fn.resize(fn.cast(im, dtype=types.FLOAT), resize_x=ow, resize_y=oh,
+        out = on_images([path], lambda im: fn.resize(fn.cast(im, dtype=types.FLOAT), resampling="pil", resize_x=ow, resize_y=oh,
                                                      interp_type=interp))[0]
         img = pixels(path).astype(np.float32)
         ref = np.stack([np.asarray(Image.fromarray(img[..., c], "F").resize((ow, oh), PIL_FILTER[interp]))
@@ -150,7 +150,7 @@ def test_resize_linear_without_antialias_is_bilinear(pngs):
     path = pngs["noise_b"]
     img = pixels(path).astype(np.float64)
     for oh, ow in [(10, 20), (80, 101), (20, 30)]:
-        out = on_images([path], lambda im: fn.resize(fn.cast(im, dtype=types.FLOAT), resize_x=ow, resize_y=oh,
+        out = on_images([path], lambda im: fn.resize(fn.cast(im, dtype=types.FLOAT), resampling="pil", resize_x=ow, resize_y=oh,
                                                      antialias=False))[0]
         ref = np.einsum("yi,ijc,xj->yxc", linear_weights(37, oh), img, linear_weights(53, ow), optimize=True)
         np.testing.assert_allclose(out, ref, rtol=0, atol=1e-3)  # float rounding only (measured 4e-5)
@@ -161,13 +161,13 @@ def test_triangular_is_antialiased_linear(pngs):
     """TRIANGULAR = LINEAR always antialiased: Pillow's BILINEAR when downscaling even
     with antialias=False; plain LINEAR when upscaling."""
     path = pngs["noise_a"]
-    tri = on_images([path], lambda im: fn.resize(im, resize_x=83, resize_y=61, interp_type="TRIANGULAR",
+    tri = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=83, resize_y=61, interp_type="TRIANGULAR",
                                                  antialias=False))[0]
-    lin = on_images([path], lambda im: fn.resize(im, resize_x=83, resize_y=61))[0]
+    lin = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=83, resize_y=61))[0]
     np.testing.assert_array_equal(tri, lin)
     path = pngs["noise_c"]
-    tri_up = on_images([path], lambda im: fn.resize(im, resize_x=131, resize_y=97, interp_type="TRIANGULAR"))[0]
-    lin_up = on_images([path], lambda im: fn.resize(im, resize_x=131, resize_y=97, antialias=False))[0]
+    tri_up = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=131, resize_y=97, interp_type="TRIANGULAR"))[0]
+    lin_up = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=131, resize_y=97, antialias=False))[0]
     np.testing.assert_array_equal(tri_up, lin_up)
 
 
@@ -176,12 +176,12 @@ def test_resize_min_and_mag_filters(pngs):
     """min_filter applies to axes that shrink, mag_filter to axes that grow."""
     path = pngs["noise_b"]  # 53x37
     # width 53 -> 20 shrinks (NN), height 37 -> 80 grows (LINEAR, not antialiased)
-    out = on_images([path], lambda im: fn.resize(im, resize_x=20, resize_y=80, min_filter="NN",
+    out = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=20, resize_y=80, min_filter="NN",
                                                  mag_filter="LINEAR"))[0]
-    lin = on_images([path], lambda im: fn.resize(im, resize_x=53, resize_y=80, antialias=False))[0]
+    lin = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=53, resize_y=80, antialias=False))[0]
     np.testing.assert_array_equal(out, lin[:, nearest_index(53, 20)])
-    out = on_images([path], lambda im: fn.resize(im, resize_x=20, resize_y=80, mag_filter="NN"))[0]
-    ref = on_images([path], lambda im: fn.resize(im, resize_x=20, resize_y=37))[0]  # LINEAR, antialiased
+    out = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=20, resize_y=80, mag_filter="NN"))[0]
+    ref = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=20, resize_y=37))[0]  # LINEAR, antialiased
     np.testing.assert_array_equal(out, ref[nearest_index(37, 80)])
 
 
@@ -196,7 +196,7 @@ def test_resize_nn_against_numpy(pngs):
     path = pngs["noise_b"]
     img = pixels(path)
     for oh, ow in [(10, 20), (80, 101), (37, 53), (5, 200), (1, 1)]:
-        out = on_images([path], lambda im: fn.resize(im, resize_x=ow, resize_y=oh, interp_type=types.INTERP_NN))[0]
+        out = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=ow, resize_y=oh, interp_type=types.INTERP_NN))[0]
         np.testing.assert_array_equal(out, img[nearest_index(37, oh)][:, nearest_index(53, ow)])
 
 
@@ -204,9 +204,9 @@ def test_resize_nn_against_numpy(pngs):
 def test_resize_identity_and_gray(pngs):
     path = pngs["gray"]
     img = pixels(path)
-    same = on_images([path], lambda im: fn.resize(im, resize_x=41, resize_y=29), output_type="GRAY")[0]
+    same = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=41, resize_y=29), output_type="GRAY")[0]
     np.testing.assert_array_equal(same, img)  # identity: one tap of weight 1
-    half = on_images([path], lambda im: fn.resize(im, resize_x=20, resize_y=14), output_type="GRAY")[0]
+    half = on_images([path], lambda im: fn.resize(im, resampling="pil", resize_x=20, resize_y=14), output_type="GRAY")[0]
     ref = np.asarray(Image.open(path).resize((20, 14), Image.BILINEAR))[..., None]
     assert np.abs(half.astype(int) - ref).max() <= 1
 
@@ -236,8 +236,8 @@ SIZE_CASES = {
         (dict(size=[200, 200], mode="not_larger"), (150, 200)),            # scale 200/640
         (dict(size=[300, 300], mode="not_smaller", max_size=360), (270, 360)),
         (dict(resize_x=100, mode="not_larger"), (75, 100)),                # one side: as default
-        (dict(resize_x=320, max_size=[100, 1000]), (100, 133)),            # 240 -> 100 high
-        (dict(resize_x=1000, resize_y=100, max_size=[40, 500]), (40, 400)),
+        (dict(resize_x=320, max_size=[100, 1000]), (100, 320)),            # DALI: default mode caps each extent
+        (dict(resize_x=1000, resize_y=100, max_size=[40, 500]), (40, 500)),  # DALI 2.4: each extent capped
         (dict(resize_x=1000, resize_y=100, mode="stretch", max_size=[50, 500]), (50, 500)),
         (dict(resize_x=1000, resize_y=100, mode="stretch", max_size=[500, 500]), (100, 500)),
     ],
@@ -276,7 +276,7 @@ def test_resize_output_sizes(tmp_path, in_size):
     w, h = in_size
     path = write_png(tmp_path / "flat.png", np.full((h, w, 3), 90, np.uint8))
     cases = SIZE_CASES[in_size]
-    outs = on_images([path], lambda im: tuple(fn.resize(im, **args) for args, _ in cases))
+    outs = on_images([path], lambda im: tuple(fn.resize(im, resampling="pil", **args) for args, _ in cases))
     for (args, expected), out in zip(cases, outs):
         assert out[0].shape == expected + (3,), f"{w}x{h} with {args}"
         assert (out[0] == 90).all()  # a flat image stays flat under any filter
@@ -288,7 +288,7 @@ def test_resize_per_sample_size(pngs):
 
     def graph(im):
         width = fn.random.uniform(values=[10.0, 20.0, 33.0])
-        return fn.resize(im, resize_x=width), width
+        return fn.resize(im, resampling="pil", resize_x=width), width
 
     images, widths = on_images([path] * 12, graph)
     seen = set()
@@ -314,8 +314,8 @@ def coord_png(tmp_path_factory):
 @requires_ops("readers.file", "decoders.image", "random_resized_crop")
 def test_rrc_output_shape(pngs):
     paths = [pngs["noise_a"], pngs["noise_b"], pngs["gray"], pngs["noise_c"]]
-    square = on_images(paths, lambda im: fn.random_resized_crop(im, size=48))
-    rect = on_images(paths, lambda im: fn.random_resized_crop(im, size=[24, 40]))
+    square = on_images(paths, lambda im: fn.random_resized_crop(im, resampling="pil", size=48))
+    rect = on_images(paths, lambda im: fn.random_resized_crop(im, resampling="pil", size=[24, 40]))
     assert [s.shape for s in square] == [(48, 48, 3)] * 4
     assert [s.shape for s in rect] == [(24, 40, 3)] * 4
 
@@ -327,9 +327,9 @@ def test_rrc_whole_image_equals_resize(pngs, interp):
     image, so the result is a plain resize, bit for bit."""
     path = pngs["noise_a"]  # 200x150
     out, ref = on_images([path], lambda im: (
-        fn.random_resized_crop(im, size=[61, 83], random_area=[1.0, 1.0], random_aspect_ratio=[200 / 150] * 2,
+        fn.random_resized_crop(im, resampling="pil", size=[61, 83], random_area=[1.0, 1.0], random_aspect_ratio=[200 / 150] * 2,
                                interp_type=interp),
-        fn.resize(im, resize_x=83, resize_y=61, interp_type=interp)))
+        fn.resize(im, resampling="pil", resize_x=83, resize_y=61, interp_type=interp)))
     np.testing.assert_array_equal(out[0], ref[0])
 
 
@@ -338,7 +338,7 @@ def rrc_windows(coord, n, seed, **args):
     output as large as the image, every source column and row of the window appears,
     so the R (x) and G (y) values seen are exactly the window's."""
     path, full = coord
-    outs = on_images([path] * n, lambda im: fn.random_resized_crop(im, size=[256, 256], interp_type="NN", **args),
+    outs = on_images([path] * n, lambda im: fn.random_resized_crop(im, resampling="pil", size=[256, 256], interp_type="NN", **args),
                      seed=seed)
     windows = []
     for o in outs:
@@ -370,7 +370,7 @@ def test_rrc_content_is_pillow_resize_of_the_window(coord_png):
     with NN above, and must equal Pillow's BILINEAR resize of that box within 1."""
     path, full = coord_png
     windows = rrc_windows(coord_png, 12, seed=21)
-    outs = on_images([path] * 12, lambda im: fn.random_resized_crop(im, size=[48, 64]), seed=21)
+    outs = on_images([path] * 12, lambda im: fn.random_resized_crop(im, resampling="pil", size=[48, 64]), seed=21)
     pil = Image.open(path)
     for (x, y, w, h), out in zip(windows, outs):
         ref = np.asarray(pil.resize((64, 48), Image.BILINEAR, box=(x, y, x + w, y + h)))

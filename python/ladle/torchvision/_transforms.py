@@ -222,7 +222,7 @@ class Resize(Transform):
     def build(self, node, ctx):
         rx = ctx.per_sample(lambda h, w: float(self.out_shape(h, w)[1]))
         ry = ctx.per_sample(lambda h, w: float(self.out_shape(h, w)[0]))
-        return fn.resize(node, device=ctx.device, resize_x=rx, resize_y=ry, interp_type=self._interp,
+        return fn.resize(node, device=ctx.device, resize_x=rx, resize_y=ry, interp_type=self._interp, resampling="pil",
                          antialias=self.antialias)
 
 
@@ -268,7 +268,7 @@ class RandomResizedCrop(Transform):
 
     def build(self, node, ctx):
         return fn.random_resized_crop(node, device=ctx.device, size=list(self._hw), random_area=list(self.scale),
-                                      random_aspect_ratio=list(self.ratio), interp_type=self._interp,
+                                      random_aspect_ratio=list(self.ratio), interp_type=self._interp, resampling="pil",
                                       antialias=self.antialias)
 
 

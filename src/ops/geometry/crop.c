@@ -26,9 +26,10 @@ static const double one[] = {1.0};
   [ARG_CROP_H] = {LADLE_FLOAT_ARG("crop_h", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9), \
       .doc = "Window height (overrides crop); 0: not given."}, \
   [ARG_CROP_POS_X] = {LADLE_FLOAT_ARG("crop_pos_x", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
-      .doc = "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width))."}, \
+      .doc = "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width)), crop_pos_x " \
+             "in float and halves away from zero, as DALI rounds it."}, \
   [ARG_CROP_POS_Y] = {LADLE_FLOAT_ARG("crop_pos_y", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
-      .doc = "Vertical position of the window: y = round(crop_pos_y * (height - crop_height))."}, \
+      .doc = "Vertical position of the window: y = round(crop_pos_y * (height - crop_height)) (as crop_pos_x)."}, \
   [ARG_FILL_VALUES] = {LADLE_FLOATS_ARG("fill_values", zero), \
       .doc = "Values (in output units; one, or one per channel) of pixels outside the image when " \
              "out_of_bounds_policy is \"pad\"."}, \
@@ -112,7 +113,9 @@ static ladle_status crop_window(const ladle__node *n, const ladle__sample *s, co
     if (w > in_w) w = in_w;
     if (h > in_h) h = in_h;
   }
-  int x0 = (int)lround(px * (in_w - w)), y0 = (int)lround(py * (in_h - h));
+  /* DALI holds the positions in float and rounds their exact product, halves
+   * away from zero: 0.7 x 205 = 143.49999... (0.7f is below 0.7) -> 143. */
+  int x0 = (int)lround((double)(float)px * (in_w - w)), y0 = (int)lround((double)(float)py * (in_h - h));
   if (c->oob == OOB_ERROR && (x0 < 0 || y0 < 0 || x0 + w > in_w || y0 + h > in_h))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "the crop window %dx%d at (%d, %d) does not fit in the %dx%d image "

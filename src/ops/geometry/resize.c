@@ -12,10 +12,11 @@
 #include "pipeline/plan.h"
 
 enum {
-  ARG_INTERP_TYPE, ARG_ANTIALIAS, ARG_MIN_FILTER, ARG_MAG_FILTER, ARG_COMMON_COUNT,
+  ARG_INTERP_TYPE, ARG_ANTIALIAS, ARG_MIN_FILTER, ARG_MAG_FILTER, ARG_RESAMPLING, ARG_MINIBATCH_SIZE,
+  ARG_TEMP_BUFFER_HINT, ARG_COMMON_COUNT,
   /* resize */
   ARG_RESIZE_X = ARG_COMMON_COUNT, ARG_RESIZE_Y, ARG_SIZE, ARG_RESIZE_SHORTER, ARG_RESIZE_LONGER, ARG_MODE,
-  ARG_MAX_SIZE, ARG_RESIZE_COUNT,
+  ARG_MAX_SIZE, ARG_SUBPIXEL_SCALE, ARG_ROI_START, ARG_ROI_END, ARG_ROI_RELATIVE, ARG_RESIZE_COUNT,
   /* random_resized_crop */
   ARG_RRC_SIZE = ARG_COMMON_COUNT, ARG_RANDOM_AREA, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_RRC_COUNT
 };
@@ -30,7 +31,19 @@ enum {
   [ARG_MIN_FILTER] = {LADLE_OPTIONAL_ARG("min_filter", LADLE_ARG_STRING), FILTERS, \
       .doc = "Filter used when downscaling (default: interp_type)."}, \
   [ARG_MAG_FILTER] = {LADLE_OPTIONAL_ARG("mag_filter", LADLE_ARG_STRING), FILTERS, \
-      .doc = "Filter used when upscaling (default: interp_type)."}
+      .doc = "Filter used when upscaling (default: interp_type)."}, \
+  [ARG_RESAMPLING] = {LADLE_STRING_ARG("resampling", "dali"), LADLE_CHOICES("dali", "pil"), \
+      .doc = "ladle's own: the filter arithmetic. \"dali\" (default): DALI 2.4's CPU resize: its tabulated " \
+             "filters, float coordinates, the edge pixel repeated where a filter leaves the image, ties rounded " \
+             "up or to even as DALI's scalar and vectorised loops do; equal to DALI's output, or within 1 " \
+             "level where DALI sums in another order (it picks the cheaper pass first). \"pil\": PIL's filters (exact shapes in double precision, taps outside " \
+             "the image dropped and the rest renormalised, ties to even): within 1 level of PIL/torchvision " \
+             "(ladle.torchvision uses it) and no darkened or brightened borders for CUBIC/LANCZOS3; the " \
+             "source window is stretched onto the rounded size (subpixel_scale has no effect)."}, \
+  [ARG_MINIBATCH_SIZE] = {LADLE_INT_ARG("minibatch_size", 32), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts: DALI's kernel-call batching; ladle resizes a batch in one launch."}, \
+  [ARG_TEMP_BUFFER_HINT] = {LADLE_INT_ARG("temp_buffer_hint", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts: a memory hint; ladle needs no temporary image buffer."}
 
 static const ladle_arg_schema resize_args[ARG_RESIZE_COUNT] = {
     COMMON_ARGS,
@@ -48,8 +61,19 @@ static const ladle_arg_schema resize_args[ARG_RESIZE_COUNT] = {
         .doc = "\"default\": sizes not given keep the aspect ratio; \"stretch\": they keep the input's extent; "
                "\"not_smaller\"/\"not_larger\": keep the aspect ratio, the output covers/fits in the size given."},
     [ARG_MAX_SIZE] = {LADLE_OPTIONAL_ARG("max_size", LADLE_ARG_FLOATS), LADLE_RANGE(0.0, 1e9),
-        .doc = "Upper limit of the output [height, width] (one value: both), keeping the aspect ratio where the "
-               "mode does."},
+        .doc = "Upper limit of the output [height, width] (one value: both): not_smaller/not_larger and "
+               "resize_shorter/resize_longer keep the aspect ratio, default/stretch cap each extent."},
+    [ARG_SUBPIXEL_SCALE] = {LADLE_BOOL_ARG("subpixel_scale", 1),
+        .doc = "True (DALI's default): a fractional output size keeps its exact scale, the source window "
+               "shrinking or growing about its centre to fit the rounded size; False: the window is stretched "
+               "onto the rounded size. resampling=\"pil\" always stretches."},
+    [ARG_ROI_START] = {LADLE_OPTIONAL_ARG("roi_start", LADLE_ARG_FLOATS),
+        .doc = "Origin of the source window [y, x] (layout order; one value: both); with roi_end. roi_start > "
+               "roi_end flips that axis (resampling=\"dali\")."},
+    [ARG_ROI_END] = {LADLE_OPTIONAL_ARG("roi_end", LADLE_ARG_FLOATS),
+        .doc = "End of the source window [y, x]; with roi_start."},
+    [ARG_ROI_RELATIVE] = {LADLE_BOOL_ARG("roi_relative", 0),
+        .doc = "roi_start/roi_end are fractions of the input's extent (0: top/left, 1: bottom/right), not pixels."},
 };
 
 static const double default_area[] = {0.08, 1.0};
@@ -70,6 +94,11 @@ static const ladle_arg_schema rrc_args[ARG_RRC_COUNT] = {
 typedef struct resize_state {
   ladle__interp min_filter, mag_filter;
   int antialias;
+  int pil;      /* resampling="pil" */
+  int subpixel; /* subpixel_scale */
+  int roi;      /* roi_start/roi_end given */
+  float roi_lo[2], roi_hi[2]; /* x, y; relative or absolute per roi_relative */
+  int roi_relative;
   int rrc;
   ladle__random_crop_params crop;
   int rrc_w, rrc_h;
@@ -77,7 +106,7 @@ typedef struct resize_state {
 } resize_state;
 
 typedef struct sample_state {
-  double src_x, src_y, src_w, src_h;
+  double src_x, src_y, src_w, src_h; /* the source window; src_w/src_h < 0: flipped (dali only) */
   int out_w, out_h;
   ladle__resize_axis ax, ay; /* kept from iteration to iteration; GPU: planned in setup */
 } sample_state;
@@ -88,6 +117,7 @@ static ladle_status common_init(ladle__node *n, resize_state *r) {
   if (ladle__arg_given(n, ARG_MIN_FILTER)) r->min_filter = (ladle__interp)ladle__arg_choice(n, ARG_MIN_FILTER);
   if (ladle__arg_given(n, ARG_MAG_FILTER)) r->mag_filter = (ladle__interp)ladle__arg_choice(n, ARG_MAG_FILTER);
   r->antialias = (int)ladle__arg_int(n, NULL, ARG_ANTIALIAS);
+  r->pil = ladle__arg_choice(n, ARG_RESAMPLING) == 1;
   if ((n->in[0].dtype != LADLE_UINT8 && n->in[0].dtype != LADLE_FLOAT32) || n->in[0].ndim != 3)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "the input must be HWC images of uint8 or float32 (got %s with %d dimensions)",
@@ -103,6 +133,27 @@ static ladle_status resize_init(ladle__node *n) {
   n->state = r;
   ladle_status st = common_init(n, r);
   if (st != LADLE_OK) return st;
+  r->subpixel = (int)ladle__arg_int(n, NULL, ARG_SUBPIXEL_SCALE) && !r->pil;
+  r->roi_relative = (int)ladle__arg_int(n, NULL, ARG_ROI_RELATIVE);
+  int has_lo = ladle__arg_given(n, ARG_ROI_START), has_hi = ladle__arg_given(n, ARG_ROI_END);
+  if (has_lo != has_hi)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "arguments 'roi_start' and 'roi_end' go together");
+  if (has_lo) {
+    const ladle_value *lo = ladle__arg_value(n, ARG_ROI_START), *hi = ladle__arg_value(n, ARG_ROI_END);
+    if ((lo->count != 1 && lo->count != 2) || (hi->count != 1 && hi->count != 2))
+      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                           "arguments 'roi_start' and 'roi_end' must be [y, x] or one value");
+    r->roi = 1;
+    r->roi_lo[1] = (float)lo->u.floats[0], r->roi_lo[0] = (float)lo->u.floats[lo->count - 1];
+    r->roi_hi[1] = (float)hi->u.floats[0], r->roi_hi[0] = (float)hi->u.floats[hi->count - 1];
+    for (int d = 0; d < 2; d++) {
+      if (!isfinite(r->roi_lo[d]) || !isfinite(r->roi_hi[d]))
+        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "arguments 'roi_start' and 'roi_end' must be finite");
+      if (r->pil && r->roi_lo[d] > r->roi_hi[d])
+        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                             "a flipped roi (roi_start > roi_end) needs resampling=\"dali\"");
+    }
+  }
   return ladle__resize_size_params_init(n, &r->size, ARG_RESIZE_X, ARG_RESIZE_Y, ARG_SIZE, ARG_RESIZE_SHORTER,
                                         ARG_RESIZE_LONGER, ARG_MODE, ARG_MAX_SIZE);
 }
@@ -140,7 +191,7 @@ static void resize_fini(ladle__node *n) {
 
 int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
   const resize_state *r = n->state;
-  if (r->rrc || r->size.max_w > 0 || r->size.max_h > 0) return 0;
+  if (r->rrc || r->roi || r->size.max_w > 0 || r->size.max_h > 0) return 0;
   if (r->size.mode != LADLE__RESIZE_DEFAULT && r->size.mode != LADLE__RESIZE_STRETCH) return 0;
   double w = 0, h = 0;
   if (ladle__arg_given(n, ARG_SIZE)) {
@@ -159,8 +210,15 @@ int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
 
 /* The filter tables of one sample. */
 static ladle_status plan_axes(const resize_state *r, sample_state *ss, int in_w, int in_h) {
+  if (!r->pil) {
+    const float lo[2] = {(float)ss->src_x, (float)ss->src_y};
+    const float hi[2] = {(float)(ss->src_x + ss->src_w), (float)(ss->src_y + ss->src_h)};
+    return ladle__resize_plan_dali(&ss->ax, &ss->ay, in_w, in_h, lo, hi, ss->out_w, ss->out_h, r->min_filter,
+                                   r->mag_filter, r->antialias);
+  }
   ladle__interp fx = ss->src_w > ss->out_w ? r->min_filter : r->mag_filter;
   ladle__interp fy = ss->src_h > ss->out_h ? r->min_filter : r->mag_filter;
+  /* pil: the source window maps onto the rounded size (no subpixel_scale). */
   /* The tables stay in the sample's state and are replanned in place. */
   ladle_status st = ladle__resize_axis_replan(&ss->ax, in_w, ss->src_x, ss->src_w, ss->out_w, fx, r->antialias);
   return st == LADLE_OK ? ladle__resize_axis_replan(&ss->ay, in_h, ss->src_y, ss->src_h, ss->out_h, fy, r->antialias)
@@ -181,9 +239,32 @@ static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
     ss->src_x = w.x, ss->src_y = w.y, ss->src_w = w.w, ss->src_h = w.h;
     ss->out_w = r->rrc_w, ss->out_h = r->rrc_h;
   } else {
-    ladle_status st = ladle__resize_output_size(n, s, &r->size, in_w, in_h, &ss->out_w, &ss->out_h);
+    /* The source window, x then y (float, as DALI holds it); lo > hi flips. */
+    double lo[2] = {0, 0}, hi[2] = {in_w, in_h}, frac[2];
+    if (r->roi)
+      for (int d = 0; d < 2; d++) {
+        double ext = d ? in_h : in_w;
+        lo[d] = r->roi_relative ? (float)(r->roi_lo[d] * ext) : r->roi_lo[d];
+        hi[d] = r->roi_relative ? (float)(r->roi_hi[d] * ext) : r->roi_hi[d];
+      }
+    ladle_status st = ladle__resize_output_size(n, s, &r->size, fabs(hi[0] - lo[0]), fabs(hi[1] - lo[1]),
+                                                &ss->out_w, &ss->out_h, &frac[0], &frac[1]);
     if (st != LADLE_OK) return st;
-    ss->src_x = 0, ss->src_y = 0, ss->src_w = in_w, ss->src_h = in_h;
+    for (int d = 0; d < 2; d++) {
+      int out = d ? ss->out_h : ss->out_w;
+      if (r->subpixel && out != frac[d]) {
+        /* DALI's subpixel_scale: keep the scale, move the window's edges about its centre. */
+        double adj = out / frac[d];
+        adj = adj < -10 ? -10 : adj > 10 ? 10 : adj;
+        double c = (float)(lo[d] + hi[d]) * 0.5;
+        lo[d] = (float)fmin(fmax(c + (lo[d] - c) * adj, -1e9), 1e9);
+        hi[d] = (float)fmin(fmax(c + (hi[d] - c) * adj, -1e9), 1e9);
+      }
+    }
+    if (lo[0] == hi[0] || lo[1] == hi[1])
+      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the roi is empty (%gx%g pixels)", fabs(hi[0] - lo[0]),
+                           fabs(hi[1] - lo[1]));
+    ss->src_x = lo[0], ss->src_y = lo[1], ss->src_w = hi[0] - lo[0], ss->src_h = hi[1] - lo[1];
   }
   int64_t shape[3] = {ss->out_h, ss->out_w, in.shape[2]};
   ladle__set_shape(n, s, 0, shape);
@@ -247,7 +328,8 @@ static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
 const ladle__op_def ladle__op_resize = {
     .schema = {.name = "resize",
                .doc = "Resizes HWC images (uint8 or float32) with a separable filter; sizes follow DALI's resize_x / "
-                      "resize_y / size / resize_shorter / resize_longer / mode / max_size rules.",
+                      "resize_y / size / resize_shorter / resize_longer / mode / max_size rules, subpixel_scale and "
+                      "roi_start/roi_end; the arithmetic is DALI 2.4's CPU resize by default (resampling).",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
                .devices = LADLE_ON_CPU_GPU,
                .num_args = ARG_RESIZE_COUNT, .args = resize_args},

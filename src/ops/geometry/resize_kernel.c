@@ -110,6 +110,7 @@ ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, do
   double scale = src_len / out_size;
   axis->out_size = out_size;
   axis->in_size = in_size;
+  axis->round_up = 0;
 
   if (interp == LADLE__INTERP_NN) {
     axis->taps = 1;
@@ -373,10 +374,10 @@ static void hpass_any(float *dst, const float *row, const v4sf *wx, const ladle_
   }
 }
 
-/* Vertical pass for one output row: acc[e] = sum over k of w[k] * rp[k][e],
+/* Vertical pass for one output row: acc[e] = bias + sum over k of w[k] * rp[k][e],
  * 4 floats at a time, all T taps in registers (T = 0: runtime count). */
 AI void vpass(float *restrict acc, const float *const *rp, const float *w, int taps, size_t row_w,
-              int T) {
+              float bias, int T) {
   if (T) taps = T;
   v4sf wk[MAX_FIXED_TAPS];
   const float *r[MAX_FIXED_TAPS];
@@ -388,7 +389,7 @@ AI void vpass(float *restrict acc, const float *const *rp, const float *w, int t
     }
   }
   for (size_t e = 0; e < row_w; e += 4) {
-    v4sf a = {0.0f, 0.0f, 0.0f, 0.0f};
+    v4sf a = {bias, bias, bias, bias};
     if (T) {
 #pragma GCC unroll 8
       for (int k = 0; k < T; k++) a += wk[k] * load4(r[k] + e);
@@ -399,24 +400,25 @@ AI void vpass(float *restrict acc, const float *const *rp, const float *w, int t
   }
 }
 
-static void vpass_any(float *acc, const float *const *rp, const float *w, int taps, size_t row_w) {
+static void vpass_any(float *acc, const float *const *rp, const float *w, int taps, size_t row_w, float bias) {
   switch (taps) {
-    case 1: vpass(acc, rp, w, taps, row_w, 1); break;
-    case 2: vpass(acc, rp, w, taps, row_w, 2); break;
-    case 3: vpass(acc, rp, w, taps, row_w, 3); break;
-    case 4: vpass(acc, rp, w, taps, row_w, 4); break;
-    case 5: vpass(acc, rp, w, taps, row_w, 5); break;
-    case 6: vpass(acc, rp, w, taps, row_w, 6); break;
-    case 7: vpass(acc, rp, w, taps, row_w, 7); break;
-    case 8: vpass(acc, rp, w, taps, row_w, 8); break;
-    default: vpass(acc, rp, w, taps, row_w, 0); break;
+    case 1: vpass(acc, rp, w, taps, row_w, bias, 1); break;
+    case 2: vpass(acc, rp, w, taps, row_w, bias, 2); break;
+    case 3: vpass(acc, rp, w, taps, row_w, bias, 3); break;
+    case 4: vpass(acc, rp, w, taps, row_w, bias, 4); break;
+    case 5: vpass(acc, rp, w, taps, row_w, bias, 5); break;
+    case 6: vpass(acc, rp, w, taps, row_w, bias, 6); break;
+    case 7: vpass(acc, rp, w, taps, row_w, bias, 7); break;
+    case 8: vpass(acc, rp, w, taps, row_w, bias, 8); break;
+    default: vpass(acc, rp, w, taps, row_w, bias, 0); break;
   }
 }
 
 /* One output row from the accumulated floats (cp floats per pixel, c of them
  * output): uint8 via ladle__f32_to_u8 (the SSE2 version does the same: NaN
- * and negatives to 0 by max, 255 by min, ties to even by the 2^23 trick). */
-static void store_row_u8(uint8_t *restrict o, const float *restrict acc, int out_w, int c, int cp) {
+ * and negatives to 0 by max, 255 by min, ties to even by the 2^23 trick), or
+ * with trunc via ladle__f32_to_u8_trunc (the same without the trick). */
+AI void store_row_u8(uint8_t *restrict o, const float *restrict acc, int out_w, int c, int cp, int trunc) {
   size_t n = (size_t)out_w * c;
   size_t k = 0; /* output pixels done */
 #if defined(__SSE2__)
@@ -431,7 +433,7 @@ static void store_row_u8(uint8_t *restrict o, const float *restrict acc, int out
       for (int m = 0; m < 4; m++) {
         __m128 a = _mm_load_ps(acc + (k + m) * 4);
         a = _mm_min_ps(_mm_max_ps(a, zero), top);
-        a = _mm_sub_ps(_mm_add_ps(a, magic), magic);
+        if (!trunc) a = _mm_sub_ps(_mm_add_ps(a, magic), magic);
         q[m] = _mm_cvttps_epi32(a);
       }
       __m128i b = _mm_packus_epi16(_mm_packs_epi32(q[0], q[1]), _mm_packs_epi32(q[2], q[3]));
@@ -449,7 +451,7 @@ static void store_row_u8(uint8_t *restrict o, const float *restrict acc, int out
       for (int m = 0; m < 4; m++) {
         __m128 a = _mm_load_ps(acc + k + 4 * m);
         a = _mm_min_ps(_mm_max_ps(a, zero), top);
-        a = _mm_sub_ps(_mm_add_ps(a, magic), magic);
+        if (!trunc) a = _mm_sub_ps(_mm_add_ps(a, magic), magic);
         q[m] = _mm_cvttps_epi32(a);
       }
       _mm_storeu_si128((__m128i *)(o + k),
@@ -458,7 +460,10 @@ static void store_row_u8(uint8_t *restrict o, const float *restrict acc, int out
   }
 #endif
   /* k counts output elements from here on */
-  for (; k < n; k++) o[k] = ladle__f32_to_u8(acc[k / c * cp + k % c]);
+  if (trunc)
+    for (; k < n; k++) o[k] = ladle__f32_to_u8_trunc(acc[k / c * cp + k % c]);
+  else
+    for (; k < n; k++) o[k] = ladle__f32_to_u8(acc[k / c * cp + k % c]);
 }
 
 static void store_row_f32(float *restrict o, const float *restrict acc, int out_w, int c, int cp) {
@@ -488,6 +493,10 @@ static void resize_rows(void *out, const void *in, int is_u8, size_t in_stride_b
   const float **rp = (const float **)(base + l.rp);
   const size_t span = (size_t)(ax->in_hi - ax->in_lo) * c;
   const size_t out_row = (size_t)out_w * c * (is_u8 ? 1 : sizeof(float));
+  /* Elements from `split` on (DALI's rounding) sum from 0.5 and truncate. */
+  const size_t row_elems = (size_t)out_w * c;
+  const size_t split = is_u8 ? (size_t)ladle__resize_round_split(ay->round_up, row_elems) : row_elems;
+  const float bias = split == 0 ? 0.5f : 0.0f;
 
   for (int k = 0; k < ty; k++) tag[k] = -1;
   memset(row + span, 0, 4 * sizeof(float));
@@ -514,12 +523,23 @@ static void resize_rows(void *out, const void *in, int is_u8, size_t in_stride_b
       hpass_any(t, row, wx, ax, c);
       tag[slot] = r;
     }
-    vpass_any(acc, rp, ay->weights + (size_t)j * ty, ty, l.row_w);
+    const float *wy = ay->weights + (size_t)j * ty;
+    vpass_any(acc, rp, wy, ty, l.row_w, bias);
     uint8_t *o = (uint8_t *)out + (size_t)j * out_row;
-    if (is_u8)
-      store_row_u8(o, acc, out_w, c, l.cp);
-    else
+    if (is_u8 && split == 0) {
+      store_row_u8(o, acc, out_w, c, l.cp, 1);
+    } else if (is_u8) {
+      store_row_u8(o, acc, out_w, c, l.cp, 0);
+      /* The elements past the split: their sums again, from 0.5, in tap order. */
+      for (size_t e = split; e < row_elems; e++) {
+        const size_t off = e / c * l.cp + e % c;
+        float v = 0.5f;
+        for (int k = 0; k < ty; k++) v += wy[k] * rp[k][off];
+        o[e] = ladle__f32_to_u8_trunc(v);
+      }
+    } else {
       store_row_f32((float *)o, acc, out_w, c, l.cp);
+    }
   }
 }
 

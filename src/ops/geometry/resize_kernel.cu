@@ -33,6 +33,7 @@ struct resample_sample {
   int channels;
   int rw, rh, xtaps, ytaps;
   int x0, y0, w, h, mirror;
+  int round_split; /* uint8 results: elements x * C + c >= this sum from 0.5 and truncate */
   float mean[4], mul[4], fill[4];
   float shift;
 };
@@ -97,7 +98,13 @@ __global__ void __launch_bounds__(THREADS)
   __syncthreads();
   const int row_lo = range[0], row_hi = range[2] ? range[1] : range[0]; /* no column: no rows */
 
-  float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  bool up[4];
+  float acc[4];
+#pragma unroll
+  for (int c = 0; c < 4; c++) {
+    up[c] = !in_f32 && rx * C + c >= sp->round_split; /* the element of R's row */
+    acc[c] = up[c] ? 0.5f : 0.0f;
+  }
   const int ys0 = inside ? sp->ys[ry] : 0;
   const float *wy = sp->yw + (size_t)(inside ? ry : 0) * ytaps;
 
@@ -147,7 +154,7 @@ __global__ void __launch_bounds__(THREADS)
       if (in_f32)
         ((float *)sp->out)[o + c] = acc[c];
       else
-        ((uint8_t *)sp->out)[o + c] = ladle__f32_to_u8(acc[c]);
+        ((uint8_t *)sp->out)[o + c] = up[c] ? ladle__f32_to_u8_trunc(acc[c]) : ladle__f32_to_u8(acc[c]);
     }
     return;
   }
@@ -155,7 +162,7 @@ __global__ void __launch_bounds__(THREADS)
    * normalized; fill outside R; the padding channel is 0. */
   uint8_t rounded[4];
 #pragma unroll
-  for (int c = 0; c < 4; c++) rounded[c] = ladle__f32_to_u8(acc[c]);
+  for (int c = 0; c < 4; c++) rounded[c] = up[c] ? ladle__f32_to_u8_trunc(acc[c]) : ladle__f32_to_u8(acc[c]);
   ladle__gpu_cmn_write(sp->out, out_type, chw, pad, C, w, h, x, y, inside, rounded, sp->mean, sp->mul, sp->shift,
                        sp->fill);
 }
@@ -242,6 +249,7 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       o->rh = q->ay->out_size;
       o->xtaps = q->ax->taps;
       o->ytaps = q->ay->taps;
+      o->round_split = ladle__resize_round_split(q->ay->round_up, o->rw * q->channels);
       if (cmn) {
         const ladle__cmn_params *p = &cmn[i];
         int dt = p->dtype;

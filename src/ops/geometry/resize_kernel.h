@@ -43,12 +43,27 @@ typedef enum ladle__interp {
  * in_lo .. in_hi-1 is the span of input pixels that any output pixel reads
  * (min start, max start + taps).
  */
+enum { LADLE__ROUND_EVEN = 0, LADLE__ROUND_UP = 1, LADLE__ROUND_DALI_ROWS = 2 };
+
+/* The first element of an output row of n elements whose ties round up. */
+#define ladle__resize_round_split(mode, n) \
+  ((mode) == LADLE__ROUND_UP ? 0 : (mode) == LADLE__ROUND_DALI_ROWS ? (n) / 16 * 16 : (n))
+
 typedef struct ladle__resize_axis {
   int out_size, taps;
   int32_t *start;  /* out_size entries */
   float *weights;  /* out_size * taps entries */
   int in_size;     /* the input size the table was planned for */
   int in_lo, in_hi;
+  /* Rounding of uint8 outputs, read from the vertical axis (ay), by element
+   * e = x * channels + c of an output row of n elements: those with
+   * e >= ladle__resize_round_split(round_up, n) start their vertical sums at
+   * 0.5 and are truncated (ties up, DALI's scalar code); the others start at
+   * 0 and round half to even. round_up: LADLE__ROUND_EVEN (0, none),
+   * LADLE__ROUND_UP (1, all), LADLE__ROUND_DALI_ROWS (2, all but the first
+   * n / 16 * 16: DALI's vertical pass, vectorised in blocks of 16 elements
+   * that round to even, its scalar tail rounding up). */
+  int round_up;
   /* Owned memory, kept by ladle__resize_axis_replan for the next plan. */
   size_t cap_start, cap_weights, cap_work; /* bytes */
   void *work;
@@ -93,6 +108,38 @@ ladle_status ladle__resize_axis_replan(ladle__resize_axis *axis, int in_size, do
                                        double src_len, int out_size, ladle__interp interp,
                                        int antialias);
 
+/*
+ * Plans both axes as DALI 2.4's CPU resize does (its resampling_setup and
+ * InitializeResamplingFilter, re-derived): the source window runs from
+ * roi_lo to roi_hi (x then y, input pixels, float; lo > hi flips that axis)
+ * onto out_w x out_h; the filter of an axis is min_filter where its output is
+ * smaller than its window, else mag_filter. Filter shapes are DALI's tables
+ * (triangle of 3 points, Gaussian of 65, Lanczos3 of 193, Keys cubic of 129)
+ * read with linear interpolation and stretched by DALI's default radius:
+ * LINEAR is bilinear, or the triangle of radius in/out when antialiased and
+ * downscaling, and so is TRIANGULAR (DALI 2.4 no longer widens it without
+ * antialias, measured); CUBIC/LANCZOS3 widen to 2 (3) x
+ * in/out when antialiased. Coordinates and weights are single-precision,
+ * computed operation by operation as DALI does; each pixel's weights are
+ * divided by their float sum (no residual correction). Borders: a tap outside
+ * the readable range reads the edge pixel (its weight is added to the edge
+ * pixel's); the axis DALI resamples second reads only DALI's ROI of the
+ * first pass, [floor(lo - anchor), ceil(hi - anchor + support)). NN:
+ * floor(origin + (i + 1/2) * scale) across, accumulated steps down (DALI's
+ * ResampleNN). DALI picks the cheaper order of passes (its cost formula);
+ * ay->round_up follows its last pass: LADLE__ROUND_UP where that is
+ * horizontal, LADLE__ROUND_DALI_ROWS where it is vertical. The result equals
+ * DALI's CPU output bit for bit where DALI also resamples horizontally first
+ * and no edge pixel is repeated; otherwise the float sums differ in order,
+ * within one level for uint8 (measured on DALI 2.4).
+ * Fails with LADLE_ERROR_INVALID_ARGUMENT for sizes < 1 or a non-finite
+ * window, LADLE_ERROR_OUT_OF_MEMORY; the axes are reused as by _replan and
+ * freed on failure.
+ */
+ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis *ay, int in_w, int in_h,
+                                     const float roi_lo[2], const float roi_hi[2], int out_w, int out_h,
+                                     ladle__interp min_filter, ladle__interp mag_filter, int antialias);
+
 /* Frees the tables and zeroes the struct. NULL and an empty axis are allowed. */
 void ladle__resize_axis_free(ladle__resize_axis *axis);
 
@@ -121,13 +168,16 @@ size_t ladle__resize_scratch_size(const ladle__resize_axis *ax, const ladle__res
  *        v[j][i][c] = 0;  for k in 0..ay->taps-1:
  *          v[j][i][c] += ay->weights[j*taps+k] * t[ay->start[j]+k][i][c]
  *   3. out[j][i][c] = ladle__f32_to_u8(v) (saturate to 0..255, round to
- *      nearest even).
+ *      nearest even); for the elements e = i * channels + c at or past
+ *      ladle__resize_round_split(ay->round_up, ax->out_size * channels)
+ *      (DALI's rounding) the sums v of step 2 start at 0.5 instead of 0 and
+ *      out[j][i][c] = ladle__f32_to_u8_trunc(v) (saturate, truncate).
  * Every product and sum is a single float operation, rounded (no fused
  * multiply-add: resize.c turns contraction off for itself; a CUDA kernel uses
  * __fmul_rn/__fadd_rn). The intermediate t is float, not rounded to uint8:
  * PIL rounds and clips it, hence differences of 1 against PIL for LINEAR,
  * and more for CUBIC/LANCZOS3 on noisy images, where PIL clips overshoot.
- * Ties round to even (DALI's rounding), PIL rounds them up.
+ * Ties round to even (round_up = 0) or up (round_up = 1, DALI CPU's), as PIL does.
  */
 void ladle__resize_u8(uint8_t *out, const uint8_t *in, int in_h, int in_stride, int channels,
                       const ladle__resize_axis *ax, const ladle__resize_axis *ay, void *scratch);

@@ -35,9 +35,12 @@ static int round_size(double x) {
   return v < 1 ? 1 : v > (1L << 30) ? (1 << 30) : (int)v;
 }
 
+/* DALI keeps each scale and size in float; the products are formed in double. */
+static double f32(double x) { return (float)x; }
+
 ladle_status ladle__resize_output_size(const ladle__node *n, const ladle__sample *s,
-                                       const ladle__resize_size_params *p, int in_w, int in_h, int *out_w,
-                                       int *out_h) {
+                                       const ladle__resize_size_params *p, double in_w, double in_h, int *out_w,
+                                       int *out_h, double *frac_w, double *frac_h) {
   double w = 0, h = 0;
   ladle__resize_mode mode = p->mode;
   if (ladle__arg_given(n, p->arg_size)) {
@@ -48,46 +51,44 @@ ladle_status ladle__resize_output_size(const ladle__node *n, const ladle__sample
     int shorter = ladle__arg_given(n, p->arg_shorter);
     double target = ladle__arg_float(n, s, shorter ? p->arg_shorter : p->arg_longer);
     if (target <= 0) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the requested size must be positive");
-    /* The side to fix: the shorter (or longer) one; the other keeps the aspect. */
-    if ((in_w <= in_h) == (shorter != 0)) w = target;
-    else h = target;
-    mode = LADLE__RESIZE_DEFAULT;
+    /* DALI: the same size for both sides, not_smaller (not_larger) keeping the aspect ratio. */
+    w = h = target;
+    mode = shorter ? LADLE__RESIZE_NOT_SMALLER : LADLE__RESIZE_NOT_LARGER;
   } else {
     w = ladle__arg_float(n, s, p->arg_x);
     h = ladle__arg_float(n, s, p->arg_y);
   }
   if (w < 0 || h < 0) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "sizes must not be negative");
+  w = f32(w), h = f32(h);
   double ow = in_w, oh = in_h;
-  if (w > 0 && h > 0) {
-    if (mode == LADLE__RESIZE_NOT_SMALLER || mode == LADLE__RESIZE_NOT_LARGER) {
-      double sx = w / in_w, sy = h / in_h;
-      double scale = mode == LADLE__RESIZE_NOT_SMALLER ? fmax(sx, sy) : fmin(sx, sy);
-      ow = in_w * scale;
-      oh = in_h * scale;
-    } else {
-      ow = w;
-      oh = h;
-    }
-  } else if (w > 0) {
+  double sx = f32(w / in_w), sy = f32(h / in_h);
+  if (w > 0 && h > 0 && (mode == LADLE__RESIZE_DEFAULT || mode == LADLE__RESIZE_STRETCH)) {
     ow = w;
-    oh = mode == LADLE__RESIZE_STRETCH ? in_h : in_h * (w / in_w);
+    oh = h;
+  } else if (mode == LADLE__RESIZE_NOT_SMALLER || mode == LADLE__RESIZE_NOT_LARGER) {
+    if (w > 0 || h > 0) {
+      double scale = w > 0 ? sx : sy;
+      if (w > 0 && h > 0) scale = mode == LADLE__RESIZE_NOT_SMALLER ? fmax(sx, sy) : fmin(sx, sy);
+      if (p->max_w > 0 && p->max_w / in_w < scale) scale = p->max_w / in_w;
+      if (p->max_h > 0 && p->max_h / in_h < scale) scale = p->max_h / in_h;
+      ow = f32(in_w * scale);
+      oh = f32(in_h * scale);
+    }
+  } else if (w > 0) { /* default: the missing extent takes the given one's scale; stretch: keeps its own */
+    ow = w;
+    oh = mode == LADLE__RESIZE_STRETCH ? in_h : f32(in_h * sx);
   } else if (h > 0) {
     oh = h;
-    ow = mode == LADLE__RESIZE_STRETCH ? in_w : in_w * (h / in_h);
+    ow = mode == LADLE__RESIZE_STRETCH ? in_w : f32(in_w * sy);
   }
-  if ((p->max_w > 0 && ow > p->max_w) || (p->max_h > 0 && oh > p->max_h)) {
-    if (mode == LADLE__RESIZE_STRETCH) {
-      if (p->max_w > 0 && ow > p->max_w) ow = p->max_w;
-      if (p->max_h > 0 && oh > p->max_h) oh = p->max_h;
-    } else {
-      double scale = 1;
-      if (p->max_w > 0 && ow > p->max_w) scale = p->max_w / ow;
-      if (p->max_h > 0 && oh * scale > p->max_h) scale = p->max_h / oh;
-      ow *= scale;
-      oh *= scale;
-    }
+  if (mode == LADLE__RESIZE_DEFAULT || mode == LADLE__RESIZE_STRETCH) {
+    /* max_size caps each extent on its own (DALI) */
+    if (p->max_w > 0 && ow > p->max_w) ow = p->max_w;
+    if (p->max_h > 0 && oh > p->max_h) oh = p->max_h;
   }
   *out_w = round_size(ow);
   *out_h = round_size(oh);
+  if (frac_w) *frac_w = ow;
+  if (frac_h) *frac_h = oh;
   return LADLE_OK;
 }

@@ -21,10 +21,12 @@ ladle_status ladle__resize_size_params_init(ladle__node *n, ladle__resize_size_p
                                             int arg_size, int arg_shorter, int arg_longer, int arg_mode,
                                             int arg_max_size);
 
-/* The output size for one sample of in_w x in_h (each side at least 1,
- * rounded to nearest). */
+/* The output size for one sample of a source window of in_w x in_h pixels
+ * (each side at least 1, rounded to nearest, halves away from zero), and in
+ * frac_w/frac_h (may be NULL) the fractional sizes before rounding. The
+ * arithmetic is DALI's: scales and sizes held in float. */
 ladle_status ladle__resize_output_size(const ladle__node *n, const ladle__sample *s,
-                                       const ladle__resize_size_params *p, int in_w, int in_h, int *out_w,
-                                       int *out_h);
+                                       const ladle__resize_size_params *p, double in_w, double in_h, int *out_w,
+                                       int *out_h, double *frac_w, double *frac_h);
 
 #endif

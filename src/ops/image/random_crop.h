@@ -23,20 +23,23 @@ static inline ladle__window ladle__random_crop_window(ladle__rng *rng, int width
   double area = (double)width * height;
   double log_lo = log(p->aspect_lo), log_hi = log(p->aspect_hi);
   for (int i = 0; i < p->attempts; i++) {
-    double target = area * ladle__rng_range(rng, p->area_lo, p->area_hi);
-    double aspect = exp(ladle__rng_range(rng, log_lo, log_hi));
-    int w = (int)lround(sqrt(target * aspect)), h = (int)lround(sqrt(target / aspect));
+    /* DALI's arithmetic: float area and ratio, sides rounded halves away. */
+    float target = (float)ladle__rng_range(rng, p->area_lo, p->area_hi) * (float)area;
+    float aspect = (float)exp(ladle__rng_range(rng, log_lo, log_hi));
+    int w = (int)roundf(sqrtf(target * aspect)), h = (int)roundf(sqrtf(target / aspect));
     if (w >= 1 && h >= 1 && w <= width && h <= height) {
       int x = (int)ladle__rng_below(rng, (uint64_t)(width - w + 1));
       int y = (int)ladle__rng_below(rng, (uint64_t)(height - h + 1));
       return (ladle__window){x, y, w, h};
     }
   }
-  /* Fallback: the whole image, trimmed to the nearest allowed aspect ratio. */
+  /* Fallback: the whole image, trimmed to the nearest allowed aspect ratio,
+   * truncated as DALI 2.4 truncates it (measured: 224 x 0.4 -> 89). DALI
+   * places this window at random; ladle centres it (torchvision's rule). */
   int w = width, h = height;
-  double aspect = (double)width / height;
-  if (aspect < p->aspect_lo) h = (int)lround(width / p->aspect_lo);
-  else if (aspect > p->aspect_hi) w = (int)lround(height * p->aspect_hi);
+  float aspect = (float)width / (float)height;
+  if (aspect < (float)p->aspect_lo) h = (int)((float)width / (float)p->aspect_lo);
+  else if (aspect > (float)p->aspect_hi) w = (int)((float)height * (float)p->aspect_hi);
   if (w < 1) w = 1;
   if (h < 1) h = 1;
   if (w > width) w = width;

@@ -73,4 +73,12 @@ static inline LADLE_HD uint8_t ladle__f32_to_u8(float v) {
   return (uint8_t)(int)((v + 8388608.0f) - 8388608.0f);
 }
 
+/* float -> uint8 by saturation and truncation: DALI's conversion of a sum
+ * that was started at 0.5 (so that ties round up). NaN -> 0. */
+static inline LADLE_HD uint8_t ladle__f32_to_u8_trunc(float v) {
+  v = v > 0.0f ? v : 0.0f;
+  v = v < 255.0f ? v : 255.0f;
+  return (uint8_t)(int)v;
+}
+
 #endif

@@ -49,7 +49,8 @@ def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, 
     def body(b, shapes, dev):
         out = [resized_shape(h, w, size, max_size, "resize") for h, w in shapes]
         return _ldd.resize(b, device=dev, resize_x=[float(w) for _, w in out], resize_y=[float(h) for h, _ in out],
-                           interp_type=interp, antialias=True if antialias is None else bool(antialias)), False
+                           interp_type=interp, resampling="pil",
+                           antialias=True if antialias is None else bool(antialias)), False
 
     return _run(inpt, "resize", device, body)
 
@@ -91,7 +92,7 @@ def resized_crop(inpt, top, left, height, width, size, interpolation=Interpolati
         window = _ldd.crop(b, device=dev, crop=[int(height), int(width)], crop_pos_x=px, crop_pos_y=py,
                            out_of_bounds_policy="pad", fill_values=[0])
         oh, ow = resized_shape(int(height), int(width), size, None, "resized_crop")
-        return _ldd.resize(window, device=dev, resize_x=float(ow), resize_y=float(oh), interp_type=interp,
+        return _ldd.resize(window, device=dev, resize_x=float(ow), resize_y=float(oh), interp_type=interp, resampling="pil",
                            antialias=True if antialias is None else bool(antialias)), False
 
     return _run(inpt, "resized_crop", device, body)
