@@ -84,19 +84,29 @@ def test_forked_child_exits_cleanly_builds_its_own_and_uses_dynamic_mode():
 
 
 def test_ctrl_c_interrupts_run_and_keeps_the_iteration():
-    big = [np.zeros((600, 600, 3), np.uint8) + k for k in range(4)]
+    # Seconds of blurring on one thread: long enough to be interrupted in the middle.
+    big = [np.zeros((900, 900, 3), np.uint8) + k for k in range(4)]
     pipe = ladle.Pipeline(batch_size=4, num_threads=1, prefetch_queue_depth=1)
     with pipe:
         x = fn.external_source(name="x")
-        pipe.set_outputs(fn.resize(x, resize_x=3000, resize_y=3000, interp_type="LANCZOS3"))
+        pipe.set_outputs(fn.gaussian_blur(x, window_size=101, sigma=15.0))
     pipe.feed_input("x", big)
     main = threading.get_ident()
-    timer = threading.Timer(0.3, lambda: signal.pthread_kill(main, signal.SIGINT))
+    returned = threading.Event()
+
+    def interrupt():  # only while run() still waits: a late signal would hit the test runner
+        if not returned.wait(0.3):
+            signal.pthread_kill(main, signal.SIGINT)
+
+    timer = threading.Thread(target=interrupt)
     timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        pipe.run()  # several seconds of resizing on one thread: interrupted long before it ends
-    timer.join()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            pipe.run()
+    finally:
+        returned.set()
+        timer.join()
     assert pipe.get_position() == 0  # nothing was handed out, nothing lost
     (out,) = pipe.run()
-    assert len(out) == 4 and np.array(out.at(3))[0, 0, 0] == 3
+    assert len(out) == 4 and np.array(out.at(3))[450, 450, 0] == 3
     pipe.close()
