@@ -42,7 +42,7 @@ ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, 
     if (src < 0) continue;
     const ladle_arg_schema *as = &op->args[a];
     const ladle_batch *b = node->source_batches[src];
-    if (ladle_batch_device(b) != LADLE_DEVICE_CPU)
+    if (ladle_batch_device(b) == LADLE_DEVICE_CUDA) /* host and pinned host memory are fine */
       return LADLE_OP_FAIL(node, LADLE_ERROR_INVALID_ARGUMENT,
                            "argument '%s': per-sample values must be in host memory (a CPU operator's output)",
                            as->name);

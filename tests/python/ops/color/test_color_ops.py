@@ -21,7 +21,9 @@ import pytest
 
 import ladle
 from ladle import fn, types
-from conftest import run_both, run_graph, requires_ops
+from conftest import run_both, run_graph, requires_ops, cuda_usable
+
+_DEVICE = 0 if cuda_usable() else None  # GPU cases need a device; CPU ones run either way
 
 pytestmark = requires_ops("brightness", "contrast", "brightness_contrast", "hsv", "hue", "saturation", "color_twist",
                           "color_space_conversion", "jitter")
@@ -44,7 +46,7 @@ def f32_images(seed, n=4, c=3):
 
 def run_ladle(graph, images, **feeds):
     """Runs graph(fn, x, **per-sample nodes) in ladle on the images (one batch)."""
-    pipe = ladle.Pipeline(batch_size=len(images), num_threads=2, seed=3)
+    pipe = ladle.Pipeline(batch_size=len(images), num_threads=2, seed=3, device_id=_DEVICE)
     with pipe:
         x = fn.external_source(name="x", dtype=types.to_dtype(images[0].dtype), ndim=3, layout="HWC")
         nodes = {k: fn.external_source(name=k, dtype=types.FLOAT, ndim=0) for k in feeds}
@@ -267,7 +269,7 @@ def test_color_space_conversion_vs_dali(conv):
 
 def test_per_sample_random_argument():
     images = u8_images(17, n=6)
-    pipe = ladle.Pipeline(batch_size=6, num_threads=2, seed=21)
+    pipe = ladle.Pipeline(batch_size=6, num_threads=2, seed=21, device_id=_DEVICE)
     with pipe:
         x = fn.external_source(name="x", dtype=types.UINT8, ndim=3, layout="HWC")
         b = fn.random.uniform(range=[0.5, 1.5])
@@ -329,7 +331,7 @@ def test_jitter_mask_fill_and_seed():
 # --- errors -----------------------------------------------------------------------
 
 def build_error(graph, dtype=types.UINT8, ndim=3):
-    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1, device_id=_DEVICE)
     try:
         with pipe:
             x = fn.external_source(name="x", dtype=dtype, ndim=ndim)

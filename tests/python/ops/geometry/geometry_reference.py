@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import ladle
+from conftest import cuda_usable
 from ladle import fn, types
+
+_DEVICE = 0 if cuda_usable() else None  # GPU cases need a device; CPU ones run either way
 
 f32 = np.float32
 
@@ -28,7 +31,7 @@ def run_pipeline(graph, feeds, batch_size=4, device="cpu"):
     """graph(**nodes) in a ladle pipeline fed `feeds` (name -> batch: a list
     of arrays, or an [N] array of scalars); the output's samples as NumPy
     arrays (copied to the host). device="gpu": HWC inputs are moved to the GPU."""
-    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=3)
+    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=3, device_id=_DEVICE)
     try:
         with pipe:
             nodes = {}

@@ -4,7 +4,9 @@ returning per output the samples and the layout: the tensor tests' harness."""
 import numpy as np
 
 import ladle
-from conftest import _to_types, dali_or_skip
+from conftest import _to_types, dali_or_skip, cuda_usable
+
+_DEVICE = 0 if cuda_usable() else None  # GPU cases need a device; CPU ones run either way
 
 
 def run_lib(lib, graph, feeds, batch_size, device="cpu", layouts=None):
@@ -19,7 +21,7 @@ def run_lib(lib, graph, feeds, batch_size, device="cpu", layouts=None):
         pipe = dali.Pipeline(batch_size=batch_size, num_threads=1, device_id=None)
     else:
         lib_fn, lib_types = ladle.fn, ladle.types
-        pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=0)
+        pipe = ladle.Pipeline(batch_size=batch_size, num_threads=2, seed=0, device_id=_DEVICE)
     with pipe:
         nodes = {}
         for name, batch in feeds.items():
