@@ -105,7 +105,8 @@ class _Source:
     iterable gives one sample per next(). A callable starts again after the
     end of an epoch has been reported (it decides itself when epochs end); an
     iterable is iterated again only with cycle="raise" (True/"quiet" restart
-    it without reporting an end)."""
+    it without reporting an end). A generator function (DALI accepts one) is
+    an iterable: each (re)start calls it for a new generator."""
 
     def __init__(self, name, source, cycle, batch, batch_info, batch_size):
         self.name, self.source, self.cycle = name, source, cycle
@@ -116,7 +117,8 @@ class _Source:
         self._in_epoch = 0  # samples given in this epoch (batch=False)
         self._iter = None
         self._takes_arg = False
-        if callable(source):
+        self._generator_function = inspect.isgeneratorfunction(source)
+        if self._callable():
             try:
                 params = [p for p in inspect.signature(source).parameters.values()
                           if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
@@ -124,18 +126,25 @@ class _Source:
             except (TypeError, ValueError):  # builtins without a signature
                 pass
 
+    def _callable(self):
+        """Whether the source is called per item (a generator function is iterated instead)."""
+        return callable(self.source) and not self._generator_function
+
+    def _start(self):
+        return self.source() if self._generator_function else iter(self.source)
+
     def _pull(self, info):
         """One item (a batch, or a sample with batch=False); raises StopIteration at the end."""
-        if callable(self.source):
+        if self._callable():
             return self.source(info) if self._takes_arg else self.source()
         if self._iter is None:
-            self._iter = iter(self.source)
+            self._iter = self._start()
         try:
             return next(self._iter)
         except StopIteration:
             if self.cycle not in (True, "quiet"):
                 raise
-            self._iter = iter(self.source)
+            self._iter = self._start()
             return next(self._iter)
 
     def next(self):
@@ -166,7 +175,7 @@ class _Source:
     def restart(self):
         """After run() reported the end of an epoch: starts the next one where
         the source can go on (see the class)."""
-        if callable(self.source) or self.cycle == "raise":
+        if self._callable() or self.cycle == "raise":
             self._iter = None
             self.exhausted = False
             self.iteration = self._in_epoch = 0
