@@ -26,9 +26,12 @@ STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
 @pipeline_def
-def training_pipeline(root, size=224):
+def training_pipeline(root, size=224, device="cpu"):
+    """The README's training pipeline; device="gpu" decodes with device="mixed"
+    (nvJPEG) and runs the rest on the GPU."""
     jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-    images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.decoders.image_random_crop(jpegs, device="mixed" if device == "gpu" else "cpu",
+                                           output_type=types.RGB)
     images = fn.resize(images, resize_x=size, resize_y=size)
     images = fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout="CHW", mean=MEAN, std=STD,
                                       mirror=fn.random.coin_flip(probability=0.5))
