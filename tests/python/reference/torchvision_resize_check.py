@@ -14,6 +14,11 @@ Usage: PYTHONPATH=python python3 tests/python/reference/torchvision_resize_check
 import sys
 
 import numpy as np
+
+# ladle first: torchvision 0.16's wheel brings a libjpeg.so.62 of its own
+# (without jpeg_crop_scanline); loaded first, it would stand in for the
+# system's libjpeg-turbo that ladle's extension links to.
+import ladle  # noqa: F401
 import torch
 import torchvision
 
