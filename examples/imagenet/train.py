@@ -65,6 +65,9 @@ def parse_args(argv=None):
     p.add_argument("--val-resize", type=int, default=0,
                    help="shorter side before the centre crop (default size*256/224)")
     p.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
+    p.add_argument("--skip-bad", type=float, default=None, metavar="N",
+                   help="ladle: skip corrupt or unreadable images, at most N of them (N < 1: that fraction of the "
+                        "epoch); each is logged. Default: a bad image stops training with its file name")
     args = p.parse_args(argv)
     if not args.synthetic and not args.data:
         p.error("DIR is required unless --synthetic")
@@ -206,6 +209,8 @@ def ladle_loaders(args, dev, on_gpu):
     # that the shards split (so they stay disjoint); augmentations differ per sample.
     common = dict(num_threads=args.workers, device_id=dev.local_rank if on_gpu else None, seed=args.seed,
                   prefetch_queue_depth=2)
+    if args.skip_bad is not None:
+        common.update(on_error="skip", max_skipped_samples=args.skip_bad if args.skip_bad < 1 else int(args.skip_bad))
 
     @pipeline_def
     def train_pipe(root):

@@ -20,6 +20,12 @@
  * Thread safety: distinct handles may be used from distinct threads at once.
  * One pipeline handle must not be used from two threads at once. Batches may
  * be read, retained and released from any thread.
+ *
+ * fork(): threads do not survive a fork, so a pipeline or thread pool made
+ * before it belongs to the parent. In the child, calls that would run it
+ * fail with LADLE_ERROR_STATE (build a new pipeline in the child), and
+ * destroying it releases nothing the parent shares (its memory is the
+ * parent's copy; it is left as it is), so a child exits cleanly.
  */
 #ifndef LADLE_LADLE_H
 #define LADLE_LADLE_H
@@ -347,6 +353,19 @@ typedef struct ladle_pipeline_params {
   ladle_thread_pool *pool;   /* a shared pool, or NULL to own one */
   const int *cpus;           /* cores to pin the own pool's workers to, or NULL */
   int num_cpus;
+  /* Bad data (see ladle_pipeline_num_skipped). skip_bad_samples = 1: a
+   * sample of a reader whose reading, decoding or processing fails with a
+   * data error (LADLE_ERROR_IO, _CORRUPT_DATA, _UNSUPPORTED, _LIMIT; never a
+   * wrong argument, CUDA or memory error) is dropped: its slot takes the next
+   * good sample of the same batch (a duplicate), so the batch stays full and
+   * every shard keeps its number of batches. The replacement depends only on
+   * which samples are bad, so output stays a function of (seed, position).
+   * A record found bad is replaced without a new attempt in later epochs.
+   * Default 0: the iteration fails, naming the sample. */
+  int skip_bad_samples;
+  int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
+  double max_skipped_fraction; /* iteration fails listing them. > 0: the limit is ceil(fraction x the
+                                 reader's epoch_size) instead */
 } ladle_pipeline_params;
 
 /** Fills `params` with the defaults. */
@@ -408,6 +427,16 @@ LADLE_API int ladle_pipeline_num_outputs(const ladle_pipeline *pipeline);
 LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch **outputs);
 
 /**
+ * Waits until run() would return without blocking (an iteration is ready, or
+ * run() would fail at once), for at most `timeout_ms` milliseconds (< 0: no
+ * limit). Returns 1 when ready, 0 on timeout. Lets a caller wait in slices
+ * and handle signals in between (Python's Ctrl-C) without losing the
+ * iteration. Builds the pipeline first if needed (build errors: 1, run()
+ * reports them).
+ */
+LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms);
+
+/**
  * Feeds `batch` to the external_source operator named `source_name`, for a
  * coming iteration: each fed batch is used by exactly one iteration, first in
  * first out, without a copy (a new reference is taken; the caller keeps its
@@ -417,7 +446,10 @@ LADLE_API ladle_status ladle_pipeline_run(ladle_pipeline *pipeline, ladle_batch 
  * then have the same number of samples N, and the iteration's outputs have N
  * samples (with a reader in the graph, N must be batch_size). run() on a
  * pipeline whose sources have nothing left fails with LADLE_ERROR_STATE
- * instead of waiting. Builds the pipeline first if needed; once built, it may
+ * instead of waiting. A source holds at most prefetch_queue_depth + 8 batches
+ * no iteration has taken yet: feeding more fails with LADLE_ERROR_LIMIT (so
+ * a producer that never runs the pipeline cannot fill memory). Builds the
+ * pipeline first if needed; once built, it may
  * be called from any thread, also while another thread waits in run().
  */
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
@@ -469,6 +501,7 @@ typedef struct ladle_pipeline_stats {
   int64_t iterations;     /* iterations the executor prepared (including ones dropped by set_position) */
   double prepare_seconds; /* the executor thread's wall time preparing them */
   double wait_seconds;    /* wall time run() blocked waiting for a prepared iteration */
+  int64_t skipped;        /* bad records skipped (skip_bad_samples) */
 } ladle_pipeline_stats;
 
 /** The pipeline's counters so far (all zero before build). */
@@ -483,6 +516,22 @@ typedef struct ladle_op_stats {
                               * for GPU operators the time to queue the work, including any host wait */
   int fused;                 /* 1 when it runs inside its consumer's GPU kernel (its time is counted there) */
 } ladle_op_stats;
+
+/* A sample skipped as bad (skip_bad_samples). */
+typedef struct ladle_skipped_sample {
+  int64_t record;     /* the reader's record index */
+  int64_t epoch;      /* the epoch it was found in */
+  int64_t iteration;  /* the iteration it was found in */
+  const char *name;   /* its file path or record name ("" when it has none) */
+  const char *error;  /* why it failed */
+} ladle_skipped_sample;
+
+/** Bad records skipped so far (each counted once). Thread-safe. */
+LADLE_API int64_t ladle_pipeline_num_skipped(const ladle_pipeline *pipeline);
+/** Skipped record `index` (0 <= index < num_skipped), in the order found. The strings live as long as the
+ * pipeline. Thread-safe. */
+LADLE_API ladle_status ladle_pipeline_get_skipped(const ladle_pipeline *pipeline, int64_t index,
+                                                  ladle_skipped_sample *out);
 
 /** The number of operators added to the pipeline. */
 LADLE_API int ladle_pipeline_num_ops(const ladle_pipeline *pipeline);

@@ -1044,13 +1044,16 @@ static int pipeline_ready(PipelineObject *self) {
 
 static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
-                           "max_pixels", "cpus", "pool", NULL};
-  int batch_size, num_threads = -1, device_id = -1, depth = -1;
+                           "max_pixels", "cpus", "pool", "skip_bad_samples", "max_skipped",
+                           "max_skipped_fraction", NULL};
+  int batch_size, num_threads = -1, device_id = -1, depth = -1, skip = 0;
   unsigned long long seed = 0;
-  long long max_pixels = 0;
+  long long max_pixels = 0, max_skipped = -1;
+  double max_skipped_fraction = 0;
   PyObject *cpus_obj = Py_None, *pool_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOO:_Pipeline", kwlist, &batch_size, &num_threads, &device_id,
-                                   &seed, &depth, &max_pixels, &cpus_obj, &pool_obj))
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOOpLd:_Pipeline", kwlist, &batch_size, &num_threads,
+                                   &device_id, &seed, &depth, &max_pixels, &cpus_obj, &pool_obj, &skip,
+                                   &max_skipped, &max_skipped_fraction))
     return -1;
   if (self->pipe) {
     raise_format(LADLE_ERROR_STATE, "_Pipeline.__init__ called twice");
@@ -1070,6 +1073,9 @@ static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   if (depth > 0) params.prefetch_queue_depth = depth;
   if (max_pixels > 0) params.max_pixels = max_pixels;
   if (pool_obj != Py_None) params.pool = ((ThreadPoolObject *)pool_obj)->pool;
+  params.skip_bad_samples = skip;
+  params.max_skipped = max_skipped;
+  params.max_skipped_fraction = max_skipped_fraction;
 
   int *cpus = NULL;
   if (parse_cpus(cpus_obj, &cpus, &params.num_cpus) < 0) return -1;
@@ -1263,8 +1269,21 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
   int n = ladle_pipeline_num_outputs(self->pipe);
   ladle_batch **outputs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *outputs);
   if (!outputs) return PyErr_NoMemory();
-  ladle_status st;
+  ladle_status st = LADLE_OK;
   self->busy = 1;
+  /* Wait in slices so that Ctrl-C (and other signals) are handled within
+   * 0.1 s; the iteration being prepared stays queued for the next run(). */
+  int ready = n <= 0;
+  while (!ready) {
+    Py_BEGIN_ALLOW_THREADS
+    ready = ladle_pipeline_wait_ready(self->pipe, 100);
+    Py_END_ALLOW_THREADS
+    if (!ready && PyErr_CheckSignals() < 0) {
+      self->busy = 0;
+      PyMem_Free(outputs);
+      return NULL;
+    }
+  }
   Py_BEGIN_ALLOW_THREADS
   /* With no outputs declared, build reports why without run writing any. */
   st = n > 0 ? ladle_pipeline_run(self->pipe, outputs) : ladle_pipeline_build(self->pipe);
@@ -1365,8 +1384,33 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
     }
     PyList_SET_ITEM(ops, i, d);
   }
-  return Py_BuildValue("{s:L,s:d,s:d,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
-                       ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "operators", ops);
+  return Py_BuildValue("{s:L,s:d,s:d,s:L,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
+                       ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "skipped_samples",
+                       (long long)ps.skipped, "operators", ops);
+}
+
+/* The skipped samples from `start` on, as dicts. */
+static PyObject *pipeline_skipped(PipelineObject *self, PyObject *args) {
+  long long start = 0;
+  if (!PyArg_ParseTuple(args, "|L:skipped", &start)) return NULL;
+  if (pipeline_ready(self) < 0) return NULL;
+  int64_t n = ladle_pipeline_num_skipped(self->pipe);
+  PyObject *list = PyList_New(0);
+  for (int64_t i = start < 0 ? 0 : start; list && i < n; i++) {
+    ladle_skipped_sample s;
+    ladle_status st = ladle_pipeline_get_skipped(self->pipe, i, &s);
+    if (st != LADLE_OK) {
+      Py_DECREF(list);
+      return raise_status(st);
+    }
+    PyObject *d = Py_BuildValue("{s:L,s:L,s:L,s:N,s:N}", "record", (long long)s.record, "epoch", (long long)s.epoch,
+                                "iteration", (long long)s.iteration, "name",
+                                PyUnicode_DecodeFSDefault(s.name), "error",
+                                PyUnicode_DecodeUTF8(s.error, (Py_ssize_t)strlen(s.error), "backslashreplace"));
+    if (!d || PyList_Append(list, d) < 0) Py_CLEAR(list);
+    Py_XDECREF(d);
+  }
+  return list;
 }
 
 static PyObject *pipeline_cuda_stream(PipelineObject *self, PyObject *unused) {
@@ -1398,6 +1442,9 @@ static PyMethodDef pipeline_methods[] = {
     {"close", (PyCFunction)pipeline_close, METH_NOARGS, "close(): stops and frees the pipeline. Idempotent."},
     {"cuda_stream", (PyCFunction)pipeline_cuda_stream, METH_NOARGS,
      "cuda_stream() -> int: the cudaStream_t of the pipeline's GPU work, 0 without one (built pipelines)."},
+    {"skipped", (PyCFunction)pipeline_skipped, METH_VARARGS,
+     "skipped(start=0) -> list of dict: the bad samples skipped, from `start` on (record, epoch, iteration, name, "
+     "error)."},
     {"stats", (PyCFunction)pipeline_stats, METH_NOARGS,
      "stats() -> dict: iterations, prepare_seconds, wait_seconds and per-operator seconds so far."},
     {NULL},

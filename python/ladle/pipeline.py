@@ -8,6 +8,7 @@ called, so a wrong argument raises at the line that wrote it.
 import functools
 import inspect
 import json
+import logging
 import os
 import threading
 import warnings
@@ -27,14 +28,13 @@ _DALI_IGNORED = frozenset({
     "py_callback_pickler",
     "output_dtype",
     "output_ndim",
-    "enable_checkpointing",
-    "enable_conditionals",
     "exec_dynamic",
     "experimental_exec_dynamic",
     "stream",
 })
 
 _local = threading.local()
+_log = logging.getLogger("ladle")
 
 
 def _definition_stack():
@@ -256,8 +256,9 @@ class DataNode:
 
     def __bool__(self):
         raise TypeError(
-            "a DataNode has no truth value while the graph is defined; "
-            "per-sample conditions are not supported"
+            "a DataNode has no truth value while the graph is defined: for a per-sample `if`, define the "
+            "pipeline with @pipeline_def(enable_conditionals=True) (and combine conditions with &, | rather than "
+            "and, or, not)"
         )
 
 
@@ -315,6 +316,28 @@ class Pipeline:
         default: 512 Mpx); bigger images fail with LimitError.
       thread_pool: a ladle.ThreadPool to run on instead of num_threads
         workers of the pipeline's own; pipelines may share one.
+      on_error: "raise" (the default): a bad sample fails its iteration,
+        naming the file; "skip": a sample of a reader whose reading, decoding
+        or processing fails on bad data (a corrupt, unreadable or
+        unsupported file, or one over a limit; never a wrong argument) is
+        dropped and its slot filled with the next good sample of its batch
+        (a duplicate), so batches stay full and every shard keeps its batch
+        count; the choice depends only on which files are bad. Each skip is
+        logged (logger "ladle", WARNING) and listed by skipped_samples().
+        Pipelines without a reader (external sources) still raise.
+      max_skipped_samples: with on_error="skip", how many distinct bad
+        samples are allowed before the pipeline raises LimitError listing
+        them: an int, or a float in (0, 1] meaning that fraction of the
+        reader's epoch; None (default): no limit.
+      enable_conditionals: per-sample `if` on DataNodes in a @pipeline_def
+        function (see ladle._conditionals for how and what is supported).
+      enable_checkpointing: allow checkpoint() (DALI's argument).
+      checkpoint: a string from checkpoint() (or a file's contents): the
+        pipeline resumes there when built, byte for byte as if it had run on.
+        A checkpoint is ladle's position: since every random choice and
+        every shuffle is a function of (seed, epoch, sample), the position is
+        all the state there is. Pipelines fed by external sources have no
+        position to return to and refuse it.
 
     Other DALI arguments are accepted and ignored with a warning.
 
@@ -327,7 +350,8 @@ class Pipeline:
 
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
-                 **kwargs):
+                 enable_conditionals=False, enable_checkpointing=False, checkpoint=None, on_error="raise",
+                 max_skipped_samples=None, **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -336,12 +360,20 @@ class Pipeline:
                           stacklevel=2)
         if isinstance(prefetch_queue_depth, dict):
             prefetch_queue_depth = max(prefetch_queue_depth.values())
-        self._batch_size = int(batch_size) if batch_size is not None else -1
-        self._num_threads = int(num_threads) if num_threads is not None else -1
+        self._batch_size = _whole("batch_size", -1 if batch_size is None else batch_size, -1)
+        if self._batch_size == 0 or self._batch_size < -1:
+            raise _ladle.InvalidArgumentError(f"Pipeline: batch_size must be >= 1, got {batch_size}")
+        self._num_threads = _whole("num_threads", -1 if num_threads is None else num_threads, -1)
+        if self._num_threads == 0 or self._num_threads < -1:
+            raise _ladle.InvalidArgumentError(f"Pipeline: num_threads must be >= 1 (or -1: the default), "
+                                              f"got {num_threads}")
         self._device_id = _default_device(device_id)
-        self._seed = 0 if seed is None or seed < 0 else int(seed)
-        self._prefetch_queue_depth = int(prefetch_queue_depth)
-        self._max_pixels = int(max_pixels) if max_pixels else 0
+        seed = _whole("seed", -1 if seed is None else seed, -1)
+        if seed >= 2**64:
+            raise _ladle.InvalidArgumentError(f"Pipeline: seed must be < 2**64, got {seed}")
+        self._seed = 0 if seed < 0 else seed
+        self._prefetch_queue_depth = _whole("prefetch_queue_depth", prefetch_queue_depth, 1)
+        self._max_pixels = _whole("max_pixels", max_pixels, 1) if max_pixels is not None else 0
         self._cpus = _affinity(set_affinity)
         if thread_pool is not None and not isinstance(thread_pool, ThreadPool):
             raise TypeError("thread_pool must be a ladle.ThreadPool")
@@ -357,6 +389,32 @@ class Pipeline:
         self._no_copy = {}  # external_source name -> its no_copy
         self._num_outputs = 0
         self._built = False
+        self._op_list = []  # schema names in the order added: a checkpoint's graph fingerprint
+        if on_error not in ("raise", "skip"):
+            raise _ladle.InvalidArgumentError(f"Pipeline: on_error={on_error!r}: use 'raise' or 'skip'")
+        self._skip = on_error == "skip"
+        self._max_skipped, self._max_skipped_fraction = -1, 0.0
+        if max_skipped_samples is not None:
+            if not self._skip:
+                raise _ladle.InvalidArgumentError("Pipeline: max_skipped_samples needs on_error='skip'")
+            if isinstance(max_skipped_samples, bool) or not isinstance(max_skipped_samples, (int, float)):
+                raise _ladle.InvalidArgumentError(
+                    f"Pipeline: max_skipped_samples={max_skipped_samples!r}: give an int, or a float in (0, 1]")
+            if isinstance(max_skipped_samples, float):
+                if not 0 < max_skipped_samples <= 1:
+                    raise _ladle.InvalidArgumentError(
+                        f"Pipeline: max_skipped_samples={max_skipped_samples} as a fraction must be in (0, 1]")
+                self._max_skipped_fraction = max_skipped_samples
+            elif max_skipped_samples < 0:
+                raise _ladle.InvalidArgumentError(f"Pipeline: max_skipped_samples={max_skipped_samples} < 0")
+            else:
+                self._max_skipped = int(max_skipped_samples)
+        self._logged_skips = 0
+        self._checkpointing = bool(enable_checkpointing)
+        self._conditionals = bool(enable_conditionals)
+        if checkpoint is not None and not self._checkpointing:
+            raise _ladle.InvalidArgumentError("Pipeline: checkpoint= needs enable_checkpointing=True (as in DALI)")
+        self._restore = _parse_checkpoint(checkpoint) if checkpoint is not None else None
 
     # --- DALI's attributes -----------------------------------------------
 
@@ -408,7 +466,8 @@ class Pipeline:
         if self._c is None:
             pool = self._thread_pool._c if self._thread_pool is not None else None
             self._c = _ladle._Pipeline(self._batch_size, self._num_threads, self._device_id, self._seed,
-                                       self._prefetch_queue_depth, self._max_pixels, self._cpus, pool)
+                                       self._prefetch_queue_depth, self._max_pixels, self._cpus, pool,
+                                       self._skip, self._max_skipped, self._max_skipped_fraction)
         return self._c
 
     def _add_op(self, op_name, device, inputs, args, name):
@@ -428,6 +487,7 @@ class Pipeline:
                 e.args = ("fn." + text,) + e.args[1:]
             raise
         self._op_names.add(name)
+        self._op_list.append(op_name)
         if "reader" in op_schemas()[op_name]["flags"]:
             self._readers.append(name)
         return first, name
@@ -484,6 +544,8 @@ class Pipeline:
         self._handle().build()
         if not self._built:
             self._built = True
+            if self._restore is not None:
+                self._resume(self._restore)
             self._feed_from_sources()
 
     def run(self):
@@ -504,9 +566,24 @@ class Pipeline:
             raise
         except _ladle.Error:  # a failed iteration is used up too
             self._ahead = max(0, self._ahead - 1)
+            if self._skip:
+                self._log_skips()
             raise
         self._ahead = max(0, self._ahead - 1)
+        if self._skip:
+            self._log_skips()
         return tuple(TensorList(b) for b in batches)
+
+    def _log_skips(self):
+        for s in self._handle().skipped(self._logged_skips):
+            _log.warning("skipped a bad sample: %s (record %d, epoch %d): %s", s["name"] or "(unnamed)", s["record"],
+                         s["epoch"], s["error"])
+            self._logged_skips += 1
+
+    def skipped_samples(self):
+        """The bad samples skipped so far (on_error="skip"), each once: dicts
+        with record, epoch, iteration, name (the file) and error."""
+        return self._handle().skipped(0)
 
     # DALI's split form of run(), for code written against it. ladle always
     # prepares iterations ahead, so scheduling is a no-op.
@@ -553,6 +630,36 @@ class Pipeline:
         """Makes the next run() return iteration `iteration` (resume)."""
         self._handle().set_position(iteration)
 
+    # --- checkpoints (DALI's enable_checkpointing / checkpoint()) ------------
+
+    def checkpoint(self, filename=None):
+        """The pipeline's state as a string (also written to `filename` when
+        given): pass it as Pipeline(checkpoint=...) to resume after the last
+        iteration run() returned. Needs enable_checkpointing=True."""
+        return self._checkpoint(self.get_position() if self._built else 0, filename)
+
+    def _checkpoint(self, iteration, filename=None):
+        if not self._checkpointing:
+            raise _ladle.StateError("checkpoint(): create the pipeline with enable_checkpointing=True")
+        if self._sources:
+            raise _ladle.StateError("checkpoint(): a pipeline fed by external sources has no position to "
+                                    "return to (fed data cannot be replayed)")
+        text = json.dumps({"format": _CHECKPOINT_FORMAT, "iteration": int(iteration),
+                           "batch_size": self._batch_size, "seed": self._seed, "operators": self._op_list})
+        if filename is not None:
+            with open(filename, "w") as f:
+                f.write(text)
+        return text
+
+    def _resume(self, state):
+        mine = {"batch_size": self._batch_size, "seed": self._seed, "operators": self._op_list}
+        diff = [k for k in mine if state.get(k) != mine[k]]
+        if diff:
+            details = ", ".join(f"{k}: saved {state.get(k)!r}, here {mine[k]!r}" for k in diff)
+            raise _ladle.InvalidArgumentError(f"Pipeline(checkpoint=...): the pipeline is defined differently "
+                                              f"({details})")
+        self.set_position(int(state["iteration"]))
+
     def close(self):
         """Stops the pipeline and frees its threads and memory. Idempotent.
         Outputs already returned stay valid."""
@@ -573,6 +680,29 @@ class Pipeline:
                 f"device_id={self._device_id} seed={self._seed} {state}>")
 
 
+def _whole(name, value, low):
+    """`value` as an int >= low, or a clear error (2.7 or True is not a batch size)."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise _ladle.InvalidArgumentError(f"Pipeline: {name} must be an integer, got {value!r}")
+    if value < low:
+        raise _ladle.InvalidArgumentError(f"Pipeline: {name} must be >= {low}, got {value}")
+    return int(value)
+
+
+_CHECKPOINT_FORMAT = "ladle.Pipeline.checkpoint/1"
+
+
+def _parse_checkpoint(text):
+    try:
+        state = json.loads(text)
+    except (TypeError, ValueError):
+        state = None
+    if not isinstance(state, dict) or state.get("format") != _CHECKPOINT_FORMAT:
+        raise _ladle.InvalidArgumentError("Pipeline(checkpoint=...): not a checkpoint of a ladle pipeline "
+                                          "(give the string checkpoint() returned)")
+    return state
+
+
 _PIPELINE_ARGS = frozenset(
     name for name in inspect.signature(Pipeline.__init__).parameters if name not in ("self", "kwargs")
 ) | _DALI_IGNORED
@@ -591,6 +721,7 @@ def pipeline_def(fn=None, **pipeline_kwargs):
 
     def decorate(func):
         params = inspect.signature(func).parameters
+        converted = []  # the function with per-sample `if`s, made once on first need
 
         @functools.wraps(func)
         def create_pipeline(*args, **kwargs):
@@ -607,9 +738,16 @@ def pipeline_def(fn=None, **pipeline_kwargs):
                 else:
                     fn_kwargs[key] = value
             pipe = Pipeline(**ctor)
+            body = func
+            if pipe._conditionals:
+                if not converted:
+                    from . import _conditionals
+
+                    converted.append(_conditionals.convert(func))
+                body = converted[0]
             try:
                 with pipe:
-                    outputs = func(*args, **fn_kwargs)
+                    outputs = body(*args, **fn_kwargs)
                 if isinstance(outputs, DataNode):
                     outputs = (outputs,)
                 if not isinstance(outputs, (list, tuple)) or not outputs:

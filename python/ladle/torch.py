@@ -585,6 +585,13 @@ class GenericIterator:
 
     # --- checkpoints ---------------------------------------------------------
 
+    def checkpoints(self):
+        """DALI's iterator checkpoints: one Pipeline checkpoint string per
+        pipeline, at the batch this iterator returns next (pipelines made
+        with enable_checkpointing=True). Resume with
+        Pipeline(checkpoint=...) and a new iterator over them."""
+        return [p._checkpoint(self._position) for p in self._pipes]
+
     def state_dict(self):
         """Where the iterator is: a dict of plain Python values (picklable,
         torch.save-able). Restore it with load_state_dict() on an iterator

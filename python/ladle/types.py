@@ -43,6 +43,7 @@ class DALIImageType(str, enum.Enum):
     RGB = "RGB"
     BGR = "BGR"
     GRAY = "GRAY"
+    YCbCr = "YCbCr"
 
     def __str__(self):
         return self.value
@@ -100,6 +101,7 @@ FLOAT16 = DALIDataType.FLOAT16
 RGB = DALIImageType.RGB
 BGR = DALIImageType.BGR
 GRAY = DALIImageType.GRAY
+YCbCr = DALIImageType.YCbCr
 
 INTERP_NN = DALIInterpType.INTERP_NN
 INTERP_LINEAR = DALIInterpType.INTERP_LINEAR

@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #ifdef __linux__
 #include <sched.h>
@@ -37,6 +38,7 @@ struct ladle_thread_pool {
   int nice; /* added to the workers' scheduling niceness */
   pthread_t *threads;
   worker_arg *args;
+  pid_t pid; /* the process that started the workers: a forked child has none of them */
 };
 
 static void *worker_main(void *p) {
@@ -80,6 +82,7 @@ ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_
   LADLE_ALLOC(pool, 1);
   LADLE_ALLOC(pool->threads, num_threads);
   LADLE_ALLOC(pool->args, num_threads);
+  pool->pid = getpid();
   pthread_mutex_init(&pool->lock, NULL);
   pthread_cond_init(&pool->work, NULL);
   pthread_cond_init(&pool->done, NULL);
@@ -109,8 +112,11 @@ done:
   return st;
 }
 
+int ladle__thread_pool_inherited(const ladle_thread_pool *pool) { return pool->pid != getpid(); }
+
 void ladle_thread_pool_destroy(ladle_thread_pool *pool) {
   if (!pool) return;
+  if (ladle__thread_pool_inherited(pool)) return; /* forked: the workers and their lock are the parent's */
   pthread_mutex_lock(&pool->lock);
   pool->stop = 1;
   pthread_cond_broadcast(&pool->work);

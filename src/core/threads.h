@@ -32,4 +32,7 @@ void ladle__parallel_for(ladle_thread_pool *pool, int n, ladle__item_fn fn, void
  * Returns the count, or -1 when the text is malformed. */
 int ladle__parse_cpu_list(const char *text, int *cpus, int max);
 
+/* 1 in a process forked after the pool started: its workers are the parent's. */
+int ladle__thread_pool_inherited(const ladle_thread_pool *pool);
+
 #endif

@@ -7,6 +7,10 @@
  * block, run. The first failing sample (lowest slot) decides the iteration's
  * error, so the message does not depend on thread timing either.
  *
+ * With skip_bad_samples (pipeline/skip.h), a pass goes on past failing
+ * samples; when every failure was bad data, their records are logged as bad
+ * and the iteration is prepared again with those slots filled from good ones.
+ *
  * A graph with external sources waits until each has a fed batch; that
  * iteration's batch size is the fed batches' (config.batch_size), at most
  * params.batch_size, which everything allocated at build is sized for. */
@@ -29,6 +33,9 @@ typedef struct pass {
   int64_t iteration;
   unsigned generation;
   int setup; /* 1: setup pass, 0: run pass */
+  int collect;       /* skip_bad_samples: go on past failures, noting data errors per slot */
+  int data_failures; /* slots that failed with a data error (collect) */
+  int fatal;         /* a failure that is not bad data */
   pthread_mutex_t lock;
   int failed_slot; /* lowest failing slot, or batch_size */
   ladle_status status;
@@ -45,7 +52,7 @@ static void run_sample(void *ctx, int slot, int worker) {
   ladle_pipeline *p = ps->p;
   if (abandoned(ps)) return;
   pthread_mutex_lock(&ps->lock);
-  int skip = ps->failed_slot < slot;
+  int skip = !ps->collect && ps->failed_slot < slot;
   pthread_mutex_unlock(&ps->lock);
   if (skip) return;
   ladle__sample s = {slot, worker, &p->refs[slot], p->names[slot],
@@ -59,6 +66,13 @@ static void run_sample(void *ctx, int slot, int worker) {
   else
     ladle__wrap_error(st, "sample %d of iteration %lld", slot, (long long)ps->iteration);
   pthread_mutex_lock(&ps->lock);
+  if (ps->collect && ladle__skip_data_error(st)) {
+    p->skip.failed[slot] = 1;
+    snprintf(p->skip.messages[slot], LADLE_ERROR_MAX, "%s", ladle_last_error());
+    ps->data_failures++;
+  } else {
+    ps->fatal = 1;
+  }
   if (slot < ps->failed_slot) {
     ps->failed_slot = slot;
     ps->status = st;
@@ -71,6 +85,7 @@ static ladle_status run_pass(pass *ps) {
   int batch = ps->p->config.batch_size;
   ps->failed_slot = batch;
   ps->status = LADLE_OK;
+  ps->data_failures = ps->fatal = 0;
   ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
   if (ps->failed_slot < batch) {
     ladle__restore_error(ps->error);
@@ -132,25 +147,59 @@ static ladle_status take_fed(ladle_pipeline *p) {
   return LADLE_OK;
 }
 
-/* Runs one iteration; on success out[] gets the pipeline's outputs. */
-static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
-                                  ladle_batch **out) {
+/* The cap on every operator's output, so that an argument (a crop padded to
+ * 30000x30000, resize_x=100000) cannot ask for gigabytes: a sample may hold
+ * at most max_pixels x 4 elements (an RGBA image of max_pixels pixels). */
+static ladle_status check_output_size(const ladle_pipeline *p, const ladle__node *n, int k, const int64_t *shapes,
+                                      int batch) {
+  int ndim = n->out[k].ndim;
+  double cap = (double)p->params.max_pixels * 4;
+  for (int s = 0; s < batch; s++) {
+    double elems = 1;
+    for (int d = 0; d < ndim; d++) elems *= (double)shapes[(size_t)s * ndim + d];
+    if (elems <= cap) continue;
+    char shape[96] = "";
+    size_t len = 0;
+    for (int d = 0; d < ndim && len + 24 < sizeof shape; d++)
+      len += (size_t)snprintf(shape + len, sizeof shape - len, "%s%lld", d ? " x " : "",
+                              (long long)shapes[(size_t)s * ndim + d]);
+    const char *name = p->names[s];
+    return LADLE_FAIL(LADLE_ERROR_LIMIT,
+                      "%s: output %d of sample %d%s%s%s would be %s (%.3g elements), more than max_pixels x 4 = %.3g "
+                      "allows; check the operator's size arguments or raise max_pixels",
+                      n->def->schema.name, k, s, name ? " (" : "", name ? name : "", name ? ")" : "", shape, elems,
+                      cap);
+  }
+  return LADLE_OK;
+}
+
+/* The samples of an iteration: the reader's plan, or numbered slots. */
+static ladle_status plan_samples(ladle_pipeline *p, int64_t iteration, int batch) {
+  if (p->reader) {
+    ladle_status st = p->reader->def->plan(p->reader, iteration, p->refs);
+    if (st != LADLE_OK) return st;
+    for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
+    return LADLE_OK;
+  }
+  int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
+  for (int i = 0; i < batch; i++) {
+    p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
+    p->names[i] = NULL;
+  }
+  return LADLE_OK;
+}
+
+/* One attempt at an iteration's operators; on success out[] gets the
+ * pipeline's outputs. *skippable: it failed on bad data only (collect). */
+static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned generation, ladle_batch **out,
+                            int *skippable) {
   ladle_status st = LADLE_OK;
   int batch = p->config.batch_size; /* this iteration's: fed batches may be smaller */
-  pass ps = {.p = p, .iteration = iteration, .generation = generation};
+  pass ps = {.p = p, .iteration = iteration, .generation = generation, .collect = p->skip.enabled && p->reader && !p->num_fed};
   pthread_mutex_init(&ps.lock, NULL);
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  *skippable = 0;
   if (gpu) LADLE_TRY(ladle__gpu_begin(p->gpu));
-  if (p->reader) {
-    LADLE_TRY(p->reader->def->plan(p->reader, iteration, p->refs));
-    for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
-  } else {
-    int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
-    for (int i = 0; i < batch; i++) {
-      p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
-      p->names[i] = NULL;
-    }
-  }
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     int64_t t0 = ladle__now_ns();
@@ -164,23 +213,31 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)p->names));
     ps.node = n;
     ps.setup = 1;
-    LADLE_TRY(run_pass(&ps));
+    st = run_pass(&ps);
+    *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
+    if (st != LADLE_OK) goto done;
     for (int k = 0; k < n->num_outputs; k++) {
       int ndim = n->out[k].ndim;
       int64_t *shapes = p->shapes;
       for (int s = 0; s < batch; s++)
         memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
                sizeof(int64_t) * ndim);
+      LADLE_TRY(check_output_size(p, n, k, shapes, batch));
       ladle_batch *b = NULL;
       ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
-      LADLE_TRY(ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes,
-                                    n->out[k].layout, &b));
+      st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+        goto done;
+      }
       if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
       p->value_batches[n->first_output + k] = n->out_batches[k] = b;
     }
     if (n->device == LADLE_ON_CPU) {
       ps.setup = 0;
-      LADLE_TRY(run_pass(&ps));
+      st = run_pass(&ps);
+      *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
+      if (st != LADLE_OK) goto done;
     } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
       st = n->def->run_batch(n, gpu);
       if (st != LADLE_OK) {
@@ -208,6 +265,29 @@ done:
     p->value_batches[v] = NULL;
   }
   pthread_mutex_destroy(&ps.lock);
+  return st;
+}
+
+/* Runs one iteration; on success out[] gets the pipeline's outputs. Bad
+ * samples (skip_bad_samples) cost one more attempt per batch they appear in
+ * first; once known they are replaced before the attempt. */
+static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
+                                  ladle_batch **out) {
+  int batch = p->config.batch_size;
+  ladle_status st = plan_samples(p, iteration, batch);
+  while (st == LADLE_OK) {
+    if (p->reader) st = ladle__skip_substitute(&p->skip, p->refs, p->names, batch, iteration);
+    if (st != LADLE_OK) break;
+    if (p->skip.enabled) memset(p->skip.failed, 0, (size_t)batch);
+    int skippable = 0;
+    st = attempt(p, iteration, generation, out, &skippable);
+    if (st == LADLE_OK || !skippable) break;
+    int before = p->skip.num_bad;
+    st = ladle__skip_record(&p->skip, &p->lock, p->refs, p->names, batch, iteration);
+    if (st == LADLE_OK && p->skip.num_bad == before) /* cannot happen: a failed slot's record was not known bad */
+      st = LADLE_FAIL(LADLE_ERROR_INTERNAL, "skipping bad samples made no progress in iteration %lld",
+                      (long long)iteration);
+  }
   return st;
 }
 
@@ -296,12 +376,37 @@ void ladle__executor_stop(ladle_pipeline *p) {
   p->queue = NULL;
 }
 
+/* Under the lock: run() would not block. */
+static int run_would_return(ladle_pipeline *p) {
+  return p->queue_count > 0 || atomic_load(&p->stop) || (!p->preparing && !all_fed(p));
+}
+
+int ladle_pipeline_wait_ready(ladle_pipeline *p, int timeout_ms) {
+  if (!p || ladle_pipeline_build(p) != LADLE_OK) return 1; /* run() reports it */
+  pthread_mutex_lock(&p->lock);
+  if (timeout_ms < 0) {
+    while (!run_would_return(p)) pthread_cond_wait(&p->ready, &p->lock);
+  } else {
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += timeout_ms / 1000;
+    until.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (until.tv_nsec >= 1000000000L) {
+      until.tv_sec++;
+      until.tv_nsec -= 1000000000L;
+    }
+    while (!run_would_return(p))
+      if (pthread_cond_timedwait(&p->ready, &p->lock, &until) != 0) break;
+  }
+  int ready = run_would_return(p);
+  pthread_mutex_unlock(&p->lock);
+  return ready;
+}
+
 ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   if (!p || !outputs) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
-  if (!p->built) {
-    ladle_status st = ladle_pipeline_build(p);
-    if (st != LADLE_OK) return st;
-  }
+  ladle_status checked = ladle_pipeline_build(p); /* also refuses a forked child */
+  if (checked != LADLE_OK) return checked;
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   if (p->queue_count == 0 && !p->preparing && !all_fed(p)) { /* waiting would never end */
@@ -345,8 +450,14 @@ ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline
 }
 
 ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline_position *pos) {
+  if (!p || !pos) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  if (ladle__pipeline_check_process(p) != LADLE_OK) return LADLE_ERROR_STATE;
   if (pos->iteration < 0)
     return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration must be >= 0, got %lld", (long long)pos->iteration);
+  /* Sample numbers are iteration * batch_size (+ slot): they must fit in 63 bits. */
+  if (pos->iteration > (INT64_MAX - p->params.batch_size) / p->params.batch_size)
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "iteration %lld is too large: iteration x batch_size (%d) must "
+                      "stay below 2^63", (long long)pos->iteration, p->params.batch_size);
   if (!p->built) {
     ladle_status st = ladle_pipeline_build(p);
     if (st != LADLE_OK) return st;
@@ -376,5 +487,6 @@ ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_st
   stats->iterations = atomic_load(&p->stat_iterations);
   stats->prepare_seconds = (double)atomic_load(&p->stat_prepare_ns) * 1e-9;
   stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
+  stats->skipped = ladle_pipeline_num_skipped(p);
   return LADLE_OK;
 }

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "ops/readers/external_source.h"
 #include "ops/registry.h"
@@ -22,6 +23,7 @@ void ladle_pipeline_params_init(ladle_pipeline_params *p) {
   p->prefetch_queue_depth = 2;
   p->max_pixels = (int64_t)512 << 20;
   p->host_pool_cap = (size_t)1 << 30;
+  p->max_skipped = -1;
 }
 
 ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pipeline **out) {
@@ -35,7 +37,10 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   LADLE_CHECK(params->prefetch_queue_depth >= 1 && params->prefetch_queue_depth <= 64,
               LADLE_ERROR_INVALID_ARGUMENT, "prefetch_queue_depth must be in [1, 64], got %d",
               params->prefetch_queue_depth);
+  LADLE_CHECK(!params->pool || !ladle__thread_pool_inherited(params->pool), LADLE_ERROR_STATE,
+              "the thread pool was made before this process was forked; make a new one in this process");
   LADLE_ALLOC(p, 1);
+  p->pid = getpid();
   p->params = *params;
   p->params.cpus = NULL; /* the caller's array is not ours to keep */
   if (params->pool) {
@@ -91,8 +96,17 @@ static void node_free(ladle__node *n) {
   free(n);
 }
 
+ladle_status ladle__pipeline_check_process(const ladle_pipeline *p) {
+  if (p->pid == getpid()) return LADLE_OK;
+  return LADLE_FAIL(LADLE_ERROR_STATE, "this pipeline was built by process %ld, which forked this one; threads do "
+                    "not survive fork(): build the pipeline in this process", (long)p->pid);
+}
+
 void ladle_pipeline_destroy(ladle_pipeline *p) {
   if (!p) return;
+  /* Forked: the executor, the workers, the GPU state are the parent's; what
+   * this process has is a copy of its memory, left as it is. */
+  if (p->pid != getpid()) return;
   ladle__executor_stop(p);
   for (int i = 0; i < p->num_nodes; i++) node_free(p->nodes[i]);
   free(p->nodes);
@@ -103,6 +117,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->names);
   free(p->shapes);
   free(p->fed);
+  ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
   ladle__pool_release(p->host_pool);
@@ -277,6 +292,9 @@ static ladle_status take_common_arg(ladle__node *n, const ladle_arg_schema *as, 
 done:
   return st;
 }
+
+/* Fed batches a source may hold beyond the prefetch depth (ladle_pipeline_feed). */
+#define LADLE__FEED_MARGIN 8
 
 static unsigned device_bit(const char *device) {
   if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
@@ -475,6 +493,8 @@ static ladle_status check_placement(ladle_pipeline *p) {
 
 ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
+  LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_TRY(ladle__pipeline_check_process(p));
   if (p->built) return LADLE_OK;
   LADLE_CHECK(p->num_outputs > 0, LADLE_ERROR_STATE, "no outputs were set");
   int batch = p->params.batch_size;
@@ -498,9 +518,35 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   LADLE_ALLOC(p->refs, batch);
   LADLE_ALLOC(p->names, batch);
   LADLE_ALLOC(p->shapes, (size_t)batch * LADLE_MAX_NDIM);
+  ladle_reader_meta meta = {0};
+  if (p->params.skip_bad_samples && p->params.max_skipped_fraction > 0) {
+    LADLE_CHECK(p->reader, LADLE_ERROR_INVALID_ARGUMENT,
+                "a fraction of the epoch as max_skipped_samples needs a reader in the pipeline");
+    LADLE_TRY(p->reader->def->reader_meta(p->reader, &meta));
+  }
+  LADLE_TRY(ladle__skip_init(&p->skip, &p->params, batch, meta.epoch_size));
   LADLE_TRY(ladle__executor_start(p));
   p->built = 1;
   return LADLE_OK;
+done:
+  return st;
+}
+
+int64_t ladle_pipeline_num_skipped(const ladle_pipeline *p) {
+  if (!p) return 0;
+  pthread_mutex_lock((pthread_mutex_t *)&p->lock);
+  int64_t n = p->skip.num_log;
+  pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
+  return n;
+}
+
+ladle_status ladle_pipeline_get_skipped(const ladle_pipeline *p, int64_t index, ladle_skipped_sample *out) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(p && out, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  pthread_mutex_lock((pthread_mutex_t *)&p->lock);
+  if (index >= 0 && index < p->skip.num_log) *out = p->skip.log[index].info;
+  else st = LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "skipped sample %lld of %d", (long long)index, p->skip.num_log);
+  pthread_mutex_unlock((pthread_mutex_t *)&p->lock);
 done:
   return st;
 }
@@ -518,6 +564,13 @@ ladle_status ladle_pipeline_feed(ladle_pipeline *p, const char *source_name, lad
               "external_source '%s': fed %d samples; with a reader in the pipeline every iteration has batch_size = %d",
               source_name, ladle_batch_num_samples(batch), p->params.batch_size);
   pthread_mutex_lock(&p->lock);
+  int queued = ladle__external_count(n), limit = p->params.prefetch_queue_depth + LADLE__FEED_MARGIN;
+  if (queued >= limit) {
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_LIMIT, "external_source '%s' already holds %d fed batches that no iteration has "
+                      "taken (at most prefetch_queue_depth + %d = %d): call run() to consume them before feeding more",
+                      source_name, queued, LADLE__FEED_MARGIN, limit);
+  }
   st = ladle__external_push(n, batch);
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);

@@ -5,9 +5,11 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/types.h>
 
 #include "core/threads.h"
 #include "ops/op.h"
+#include "pipeline/skip.h"
 
 /* A value: output `output` of node `node`. */
 typedef struct ladle__value_ref {
@@ -65,6 +67,11 @@ struct ladle_pipeline {
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
   atomic_int stop;
 
+  pid_t pid; /* the process that made it: in a forked child it cannot run */
+
+  /* Bad samples: the executor writes, the consumer reads under `lock`. */
+  ladle__skip_state skip;
+
   /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
   _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns;
 };
@@ -75,6 +82,9 @@ int64_t ladle__now_ns(void);
 /* Makes *array (of elem-byte elements, capacity *cap) hold at least `need`,
  * doubling; fails with LADLE_ERROR_OUT_OF_MEMORY. */
 ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem);
+
+/* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */
+ladle_status ladle__pipeline_check_process(const ladle_pipeline *p);
 
 /* Starts and stops the executor thread (executor.c). */
 ladle_status ladle__executor_start(ladle_pipeline *p);

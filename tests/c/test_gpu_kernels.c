@@ -63,16 +63,6 @@ static int rnd_size(int hi) { return rnd_int(0, 4) == 0 ? rnd_int(1, 8 < hi ? 8 
 /* CUDA helpers (the test calls the runtime directly)                         */
 /* ------------------------------------------------------------------------ */
 
-#define CUDA_OK(call)                                                                          \
-  do {                                                                                         \
-    cudaError_t e_ = (call);                                                                   \
-    test_checks++;                                                                             \
-    if (e_ != cudaSuccess) {                                                                   \
-      test_failures++;                                                                         \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_));   \
-    }                                                                                          \
-  } while (0)
-
 static void *dev_alloc(size_t n) {
   void *p = NULL;
   CUDA_OK(cudaMalloc(&p, n ? n : 1));

@@ -237,3 +237,49 @@ def test_gpu_transfer_unavailable_without_the_operator(pipe_factory):
         flip = fn.random.coin_flip()
         with pytest.raises(ladle.NotAvailableError, match="GPU support is not built"):
             flip.gpu()
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"batch_size": 2.7}, "batch_size must be an integer"),
+    ({"batch_size": 0}, "batch_size must be >= 1"),
+    ({"batch_size": 4, "num_threads": 0}, "num_threads must be >= 1"),
+    ({"batch_size": 4, "num_threads": -3}, "num_threads must be >= -1"),
+    ({"batch_size": 4, "prefetch_queue_depth": -2}, "prefetch_queue_depth must be >= 1"),
+    ({"batch_size": 4, "max_pixels": -1}, "max_pixels must be >= 1"),
+    ({"batch_size": 4, "seed": 1.5}, "seed must be an integer"),
+    ({"batch_size": 4, "seed": 2**64}, "seed must be < 2\\*\\*64"),
+    ({"batch_size": True}, "batch_size must be an integer"),
+])
+def test_pipeline_arguments_are_checked(kwargs, message):
+    with pytest.raises(ladle.InvalidArgumentError, match=message):
+        ladle.Pipeline(**kwargs)
+
+
+def test_position_overflow_is_refused(sample_root):
+    pipe = ladle.Pipeline(batch_size=256)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=sample_root)
+        pipe.set_outputs(labels)
+    with pytest.raises(ladle.InvalidArgumentError, match="too large"):
+        pipe.set_position(10**18)  # 10**18 x 256 samples do not fit in 63 bits
+    pipe.set_position(10**16)  # they do: the sample is the one the arithmetic says
+    (labels,) = pipe.run()
+    first = 10**16 * 256 % 32
+    assert int(np.array(labels.at(0))[0]) == first // 8  # 8 files per class, listed in order
+    pipe.close()
+
+
+@pytest.mark.parametrize("make", [
+    lambda x: fn.crop(x, crop=[30000, 30000], out_of_bounds_policy="pad"),
+    lambda x: fn.resize(x, resize_x=100000, resize_y=100000),
+])
+def test_output_sizes_are_capped(make):
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = fn.external_source(name="x")
+        pipe.set_outputs(make(x))
+    pipe.feed_input("x", [np.zeros((8, 8, 3), np.uint8)])
+    with pytest.raises(ladle.LimitError, match=r"(crop|resize): output 0 of sample 0 would be .* more than "
+                                               r"max_pixels x 4"):
+        pipe.run()
+    pipe.close()

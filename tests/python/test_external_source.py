@@ -397,3 +397,19 @@ def test_cuda_tensors_feed_a_gpu_source():
             pipe.feed_input("x", torch.zeros((1, 2, 2, 3), dtype=torch.uint8))
     finally:
         pipe.close()
+
+
+def test_feeding_is_bounded():
+    pipe = ladle.Pipeline(batch_size=2, prefetch_queue_depth=2)
+    with pipe:
+        pipe.set_outputs(fn.external_source(name="x"))
+    batch = [np.zeros((2, 2, 3), np.uint8)] * 2
+    fed = 0
+    with pytest.raises(ladle.LimitError, match=r"external_source 'x' already holds \d+ fed batches .*call run\(\)"):
+        for _ in range(100):
+            pipe.feed_input("x", batch)
+            fed += 1
+    assert 10 <= fed <= 12  # depth 2 + 8, and what the executor took meanwhile
+    pipe.run()
+    pipe.feed_input("x", batch)  # room again
+    pipe.close()

@@ -107,6 +107,26 @@ def test_two_processes_with_gloo(shapes, tmp_path):
     assert final(out, "Top-1") >= 0 and outs[1].strip() == ""  # only rank 0 prints
 
 
+@pytest.mark.slow
+def test_two_processes_train_through_corrupt_files(shapes, tmp_path):
+    import shutil
+
+    root = tmp_path / "corrupt"
+    shutil.copytree(shapes, root)
+    classes = sorted(os.listdir(root / "train"))
+    bad = [root / "train" / classes[0] / "zz_empty.jpg", root / "train" / classes[3] / "zz_garbage.jpg"]
+    bad[0].write_bytes(b"")
+    bad[1].write_bytes(b"definitely not an image" * 20)
+    args = [str(root)] + COMMON + ["-b", "16", "-j", "1", "--epochs", "1", "-p", "5", "--save", "", "--skip-bad",
+                                   "5"]
+    codes, outs = run_ranks([TRAIN] + args, 2, tmp_path, timeout=300)
+    assert codes == [0, 0], outs
+    # 502 files: each rank has 251, so 15 full batches of 16 on both, the bad files' slots refilled.
+    assert "Epoch: [0][15/15]" in outs[0]
+    logged = "".join(outs)
+    assert all(f"skipped a bad sample: {b}" in logged for b in bad), logged
+
+
 def test_default_workers_leave_cores_to_training(monkeypatch):
     import importlib.util
 

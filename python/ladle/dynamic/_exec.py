@@ -26,6 +26,20 @@ _draws = 0
 _cache = collections.OrderedDict()  # key -> _Entry
 
 
+def _after_fork_in_child():
+    """A forked child starts dynamic mode afresh: the parent's pipelines and
+    pool cannot run here (their threads stayed behind), and a lock the
+    parent held at fork time would never be released."""
+    global _lock, _pool, _cache
+    _lock = threading.RLock()
+    _pool = None
+    _cache = collections.OrderedDict()  # the parent's entries are dropped, not closed
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
 # --- threads ----------------------------------------------------------------
 
 def set_num_threads(n):

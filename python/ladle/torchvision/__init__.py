@@ -19,8 +19,12 @@ ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
 Compose also takes ``batch_size`` and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, RandomResizedCrop,
-RandomHorizontalFlip, RandomVerticalFlip, Normalize, ToDtype, PILToTensor,
-ToPureTensor; InterpolationMode.
+RandomHorizontalFlip, RandomVerticalFlip, ColorJitter, Grayscale,
+RandomGrayscale, Normalize, ToDtype, PILToTensor, ToPureTensor;
+InterpolationMode. Functions (v2.functional): resize, center_crop, crop,
+resized_crop, horizontal_flip, vertical_flip, adjust_brightness,
+adjust_contrast, adjust_saturation, adjust_hue, rgb_to_grayscale, to_dtype,
+normalize.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -68,14 +72,37 @@ tests/python/test_torchvision_api.py):
   on noisy ones (tests/python/reference/torchvision_resize_check.py); ladle
   stays within 1 level of the exact (float) result. BOX and HAMMING are not
   supported.
+- Colour (measured in tests/python/test_torchvision_color.py; uint8 images
+  only, since ladle's colour operators do not clamp float images to [0, 1]):
+  adjust_brightness/adjust_contrast within 1 level (ladle rounds,
+  torchvision truncates); adjust_saturation within 2 (the grey it blends
+  with is DALI's YIQ luma); rgb_to_grayscale/Grayscale within 1 (OpenCV's
+  fixed-point 0.299/0.587/0.114 luma, rounded).
+- adjust_hue and ColorJitter's hue rotate the YIQ chroma plane (DALI's hue
+  operator), not the HSV hue: mean |difference| about 12 levels at a hue
+  factor of 0.05 and 30 at 0.2 (single pixels up to ~130); hue 0 is exact.
+- ColorJitter draws its order and factors per image on the host (from the
+  Compose's seed, the transform's position and the image's index), applies
+  the steps in that order with a uint8 result after each (as torchvision),
+  and is within 4 levels of torchvision's functional ops with the same
+  factors and order (mean below 2) without hue. Its contrast centre is the
+  grey mean of the image as it entered Compose (times the brightness factor
+  when brightness came first): after a crop or resize that is not the
+  transformed image's own mean, as torchvision's would be.
+- RandomGrayscale greys with ladle's saturation 0: the channels of a grey
+  image are within 1 level of each other (DALI's desaturation maps grey to
+  (0.9997, 0.9996, 1.0028) x luma) and within 2 of torchvision's.
 """
 
 from ._io import InterpolationMode
 from ._transforms import (
     CenterCrop,
+    ColorJitter,
     Compose,
+    Grayscale,
     Normalize,
     PILToTensor,
+    RandomGrayscale,
     RandomHorizontalFlip,
     RandomResizedCrop,
     RandomVerticalFlip,
@@ -88,10 +115,13 @@ from . import v2
 
 __all__ = [
     "CenterCrop",
+    "ColorJitter",
     "Compose",
+    "Grayscale",
     "InterpolationMode",
     "Normalize",
     "PILToTensor",
+    "RandomGrayscale",
     "RandomHorizontalFlip",
     "RandomResizedCrop",
     "RandomVerticalFlip",

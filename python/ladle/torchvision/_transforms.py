@@ -12,6 +12,7 @@ from .. import types
 from ..pipeline import Pipeline
 from ..dynamic import _exec
 from ._io import Inputs, InterpolationMode, assemble, interp_type
+from ._color import gray_mean, hue_degrees, jitter_range, require_uint8
 
 # --- torchvision's geometry, written out so that every sample's arguments can
 # be computed on the host before the pipeline runs (ladle rounds sizes where
@@ -261,6 +262,121 @@ class ToPureTensor(Transform):
     geometric = False
 
 
+# --- colour -----------------------------------------------------------------
+# Colour transforms run in list order with the geometric ones (uint8 images
+# only). Their random choices are drawn on the host, per image, from
+# (Compose seed, step, image index), and reach ladle's colour operators as
+# per-sample arguments.
+
+
+class _ColorTransform(Transform):
+    uint8_only = True
+
+    def _rng(self, ctx_seed, step, index):
+        return np.random.default_rng([ctx_seed & 0xFFFFFFFFFFFFFFFF, step, index])
+
+
+class ColorJitter(_ColorTransform):
+    """torchvision's ColorJitter: brightness, contrast, saturation (factors
+    drawn uniformly from [max(0, 1 - v), 1 + v] or a given [min, max]) and
+    hue (from [-v, v], v <= 0.5, or [min, max] in [-0.5, 0.5]), applied in a
+    random order drawn per image, each step rounded to uint8 as
+    torchvision's steps are. Steps: brightness -> ladle's brightness_contrast
+    (contrast 1); contrast -> brightness_contrast around the image's mean grey
+    (torchvision's grey, measured on the host); saturation and hue -> ladle's
+    hsv (YIQ space, see the package notes)."""
+
+    def __init__(self, brightness=None, contrast=None, saturation=None, hue=None, device=None):
+        super().__init__(device)
+        self.brightness = jitter_range(brightness, "brightness", "ColorJitter")
+        self.contrast = jitter_range(contrast, "contrast", "ColorJitter")
+        self.saturation = jitter_range(saturation, "saturation", "ColorJitter")
+        self.hue = jitter_range(hue, "hue", "ColorJitter", center=0.0, bound=(-0.5, 0.5), clip_first_on_zero=False)
+
+    def draw(self, rng):
+        """torchvision's get_params: the order of the four adjustments and
+        their factors (None: not applied)."""
+        order = list(rng.permutation(4))
+        factors = [None if r is None else float(rng.uniform(r[0], r[1]))
+                   for r in (self.brightness, self.contrast, self.saturation, self.hue)]
+        return order, factors
+
+    def build(self, node, ctx):
+        enabled = [k for k, r in enumerate((self.brightness, self.contrast, self.saturation, self.hue))
+                   if r is not None]
+        if not enabled:
+            return node
+        seed, step, cache = ctx.seed, ctx.step, {}
+
+        def params(img, index):
+            """Per slot: (brightness, contrast, contrast_center, saturation, hue)."""
+            if index not in cache:
+                if len(cache) > 4096:
+                    cache.clear()
+                order, f = self.draw(self._rng(seed, step, index))
+                order = [k for k in order if f[k] is not None]
+                center = gray_mean(img) if f[1] is not None else 0.0
+                slots = []
+                for k in order:
+                    if k == 1 and f[0] is not None and order.index(0) < order.index(1):
+                        center *= f[0]  # the brightness step before scaled the grey mean (up to rounding)
+                    slots.append((f[0] if k == 0 else 1.0, f[1] if k == 1 else 1.0, center if k == 1 else 0.0,
+                                  f[2] if k == 2 else 1.0, hue_degrees(f[3]) if k == 3 else 0.0))
+                cache[index] = slots
+            return cache[index]
+
+        def arg(slot, j):
+            return ctx.per_sample_image(lambda h, w, img, index: params(img, index)[slot][j])
+
+        bc = self.brightness is not None or self.contrast is not None
+        hs = self.saturation is not None or self.hue is not None
+        for slot in range(len(enabled)):
+            if bc:
+                node = fn.brightness_contrast(node, device=ctx.device, brightness=arg(slot, 0), contrast=arg(slot, 1),
+                                              contrast_center=arg(slot, 2))
+            if hs:
+                node = fn.hsv(node, device=ctx.device, saturation=arg(slot, 3), hue=arg(slot, 4), dtype=types.UINT8)
+        return node
+
+
+class Grayscale(_ColorTransform):
+    """torchvision's Grayscale: 1 or 3 channels of luma (ladle's
+    color_space_conversion RGB -> GRAY, and GRAY -> RGB for 3)."""
+
+    def __init__(self, num_output_channels=1, device=None):
+        super().__init__(device)
+        if num_output_channels not in (1, 3):
+            raise _ladle.InvalidArgumentError(
+                f"Grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}")
+        self.num_output_channels = num_output_channels
+
+    def build(self, node, ctx):
+        node = fn.color_space_conversion(node, device=ctx.device, image_type="RGB", output_type="GRAY")
+        if self.num_output_channels == 3:
+            node = fn.color_space_conversion(node, device=ctx.device, image_type="GRAY", output_type="RGB")
+        return node
+
+
+class RandomGrayscale(_ColorTransform):
+    """torchvision's RandomGrayscale: with probability p an image becomes
+    grey, keeping its 3 channels (ladle's saturation with 0 or 1 per image,
+    drawn on the host from the Compose's seed)."""
+
+    def __init__(self, p=0.1, device=None):
+        super().__init__(device)
+        self.p = float(p)
+        if not 0.0 <= self.p <= 1.0:
+            raise _ladle.InvalidArgumentError(f"RandomGrayscale: p must be in [0, 1], got {p}")
+
+    def build(self, node, ctx):
+        if self.p == 0.0:
+            return node
+        seed, step = ctx.seed, ctx.step
+        s = ctx.per_sample_image(lambda h, w, img, index: 0.0 if self._rng(seed, step, index).random() < self.p
+                                 else 1.0)
+        return fn.saturation(node, device=ctx.device, saturation=s)
+
+
 # --- Compose ----------------------------------------------------------------
 
 
@@ -273,11 +389,18 @@ class _BuildContext:
         self._compose = compose
         self.device = "cpu"
         self.step = 0
+        self.seed = compose.seed
 
-    def per_sample(self, value_of_shape):
+    def per_sample(self, value_of_shape, with_image=False):
         name = f"arg{len(self._compose._args)}"
-        self._compose._args.append((name, self.step, value_of_shape))
+        self._compose._args.append((name, self.step, value_of_shape, with_image))
         return fn.external_source(name=name, device="cpu", dtype=types.FLOAT, ndim=0)
+
+    def per_sample_image(self, value_of):
+        """A per-sample argument value_of(h, w, image, index): `image` is the
+        HWC image as it entered the Compose (host memory) and `index` counts
+        the images this Compose has been called on."""
+        return self.per_sample(value_of, with_image=True)
 
 
 class Compose:
@@ -317,6 +440,7 @@ class Compose:
         self.seed = _exec.next_seed() if seed is None else int(seed)
         self._pipeline_kwargs = pipeline_kwargs
         self._lock = threading.Lock()
+        self._seen = 0  # images transformed so far: keys the host-side random draws
         self._pipes = {}  # input dtype -> (pipeline, output info)
         self._args = []
         self._plan()
@@ -404,6 +528,8 @@ class Compose:
             raise _ladle.UnsupportedError(
                 "Compose: ToDtype and Normalize take uint8 images in ladle (its normalization kernel reads "
                 f"uint8); got {inputs.dtype} images")
+        if any(getattr(t, "uint8_only", False) for t in self.op_list):
+            require_uint8(inputs.dtype, "ladle.torchvision.Compose")
         dtype = types.to_dtype(inputs.dtype)
         with self._lock:
             if dtype not in self._pipes:
@@ -428,14 +554,15 @@ class Compose:
 
     def _arg_values(self, chunk, args):
         """The per-sample arguments of every transform for these images."""
-        values = {name: [] for name, _, _ in args}
+        values = {name: [] for name, _, _, _ in args}
         for a in chunk:
             h, w = a.shape[0], a.shape[1]
             for step, t in enumerate(self._geometric):
-                for name, s, value_of in args:
+                for name, s, value_of, with_image in args:
                     if s == step:
-                        values[name].append(value_of(h, w))
+                        values[name].append(value_of(h, w, a, self._seen) if with_image else value_of(h, w))
                 h, w = t.out_shape(h, w)
+            self._seen += 1
         # One [N] array: N samples of rank 0.
         return {name: np.array(vs, dtype=np.float32) for name, vs in values.items()}
 

@@ -19,21 +19,8 @@ namespace {
 
 enum { TILE_W = 32, TILE_H = 8 };
 
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
-
 int valid_dtype(int t) {
   return t == LADLE_UINT8 || t == LADLE_INT32 || t == LADLE_FLOAT32 || t == LADLE_FLOAT16 || t == LADLE_INT64;
-}
-
-/* Checks the common launcher arguments; sets the message on failure. */
-ladle_status check_buffers(int n, const void *d, void *host, void *dev, size_t bytes, size_t need,
-                           const char *func) {
-  if (!(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && d && host && dev))
-    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "bad batch (n = %d, or a NULL buffer)", n);
-  if (((uintptr_t)host & 15) || ((uintptr_t)dev & 15) || bytes < need)
-    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
-                            "parameter buffers must be 16-byte aligned and hold %zu bytes (got %zu)", need, bytes);
-  return LADLE_OK;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -159,7 +146,9 @@ __global__ void __launch_bounds__(256)
 /* Launchers                                                                  */
 /* ------------------------------------------------------------------------ */
 
-extern "C" size_t ladle__gpu_cmn_param_bytes(int n) { return align16((size_t)(n > 0 ? n : 0) * sizeof(cmn_sample)); }
+extern "C" size_t ladle__gpu_cmn_param_bytes(int n) {
+  return ladle__align16((size_t)(n > 0 ? n : 0) * sizeof(cmn_sample));
+}
 
 extern "C" ladle_status ladle__gpu_crop_mirror_normalize(const ladle__gpu_cmn_desc *d, int n, void *host_params,
                                                          void *dev_params, size_t param_bytes, void *stream) {
@@ -168,7 +157,8 @@ extern "C" ladle_status ladle__gpu_crop_mirror_normalize(const ladle__gpu_cmn_de
   int max_w = 1, max_h = 1, out_type = 0, chw = 0, pad = 0;
   cmn_sample *hs = (cmn_sample *)host_params;
   LADLE_CUDA_ENTER();
-  LADLE_TRY(check_buffers(n, d, host_params, dev_params, param_bytes, ladle__gpu_cmn_param_bytes(n), __func__));
+  LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_cmn_param_bytes(n),
+                                    __func__));
   out_type = d[0].p.dtype;
   chw = d[0].p.chw ? 1 : 0;
   pad = d[0].p.pad_output ? 1 : 0;
@@ -221,7 +211,7 @@ done:
 }
 
 extern "C" size_t ladle__gpu_crop_flip_param_bytes(int n) {
-  return align16((size_t)(n > 0 ? n : 0) * sizeof(flip_sample));
+  return ladle__align16((size_t)(n > 0 ? n : 0) * sizeof(flip_sample));
 }
 
 extern "C" ladle_status ladle__gpu_crop_flip(const ladle__gpu_crop_flip_desc *d, int n, void *host_params,
@@ -232,7 +222,8 @@ extern "C" ladle_status ladle__gpu_crop_flip(const ladle__gpu_crop_flip_desc *d,
   int max_h = 1;
   flip_sample *hs = (flip_sample *)host_params;
   LADLE_CUDA_ENTER();
-  LADLE_TRY(check_buffers(n, d, host_params, dev_params, param_bytes, ladle__gpu_crop_flip_param_bytes(n), __func__));
+  LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_crop_flip_param_bytes(n),
+                                    __func__));
   for (int i = 0; i < n; i++) {
     const ladle__gpu_crop_flip_desc *q = &d[i];
     const size_t ps = (size_t)q->channels * q->elem_size;
@@ -269,7 +260,7 @@ done:
 }
 
 extern "C" size_t ladle__gpu_convert_param_bytes(int n) {
-  return align16((size_t)(n > 0 ? n : 0) * sizeof(convert_sample));
+  return ladle__align16((size_t)(n > 0 ? n : 0) * sizeof(convert_sample));
 }
 
 extern "C" ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int n, ladle_dtype out_type,
@@ -280,7 +271,8 @@ extern "C" ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int
   size_t max_n = 1;
   convert_sample *hs = (convert_sample *)host_params;
   LADLE_CUDA_ENTER();
-  LADLE_TRY(check_buffers(n, d, host_params, dev_params, param_bytes, ladle__gpu_convert_param_bytes(n), __func__));
+  LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_convert_param_bytes(n),
+                                    __func__));
   LADLE_CHECK(valid_dtype(out_type) && valid_dtype(in_type), LADLE_ERROR_INVALID_ARGUMENT,
               "cannot convert type %d to type %d", (int)in_type, (int)out_type);
   for (int i = 0; i < n; i++) {

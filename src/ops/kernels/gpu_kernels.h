@@ -175,6 +175,26 @@ ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int n, ladle_d
 
 #include "ops/kernels/half.h"
 
+extern "C" {
+#include "core/error.h"
+}
+
+/* Bytes rounded up to a multiple of 16 (parameter blocks). */
+static inline size_t ladle__align16(size_t n) { return (n + 15) & ~(size_t)15; }
+
+/* The common launcher checks (the rules at the top of this file): a batch
+ * of 1..LADLE__GPU_MAX_SAMPLES descriptors, parameter buffers 16-byte
+ * aligned and of at least `need` bytes. Sets the message for `func`. */
+static inline ladle_status ladle__gpu_check_params(int n, const void *d, void *host, void *dev, size_t bytes,
+                                                   size_t need, const char *func) {
+  if (!(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && d && host && dev))
+    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "bad batch (n = %d, or a NULL buffer)", n);
+  if (((uintptr_t)host & 15) || ((uintptr_t)dev & 15) || bytes < need)
+    return ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
+                            "parameter buffers must be 16-byte aligned and hold %zu bytes (got %zu)", need, bytes);
+  return LADLE_OK;
+}
+
 /* Round to nearest, ties to even (normalize.c's round_even). */
 static __device__ __forceinline__ float ladle__gpu_round_even(float x) {
   float a = fabsf(x);

@@ -4,9 +4,12 @@ torchvision.transforms.v2 is."""
 
 from .._transforms import (
     CenterCrop,
+    ColorJitter,
     Compose,
+    Grayscale,
     Normalize,
     PILToTensor,
+    RandomGrayscale,
     RandomHorizontalFlip,
     RandomResizedCrop,
     RandomVerticalFlip,
@@ -18,5 +21,21 @@ from .._transforms import (
 from .._io import InterpolationMode
 from . import functional
 
-__all__ = ["CenterCrop", "Compose", "InterpolationMode", "Normalize", "PILToTensor", "RandomHorizontalFlip",
-           "RandomResizedCrop", "RandomVerticalFlip", "Resize", "ToDtype", "ToPureTensor", "Transform", "functional"]
+__all__ = [
+    "CenterCrop",
+    "ColorJitter",
+    "Compose",
+    "Grayscale",
+    "InterpolationMode",
+    "Normalize",
+    "PILToTensor",
+    "RandomGrayscale",
+    "RandomHorizontalFlip",
+    "RandomResizedCrop",
+    "RandomVerticalFlip",
+    "Resize",
+    "ToDtype",
+    "ToPureTensor",
+    "Transform",
+    "functional",
+]

@@ -2,6 +2,10 @@
 image functions, each call run eagerly by ladle.dynamic (stateless: no
 Compose needed).
 
+Colour functions (adjust_brightness, adjust_contrast, adjust_saturation,
+adjust_hue, rgb_to_grayscale) run ladle's colour operators on uint8 images;
+see ladle.torchvision's notes for how they differ from torchvision's.
+
 Inputs: a PIL image, a [C, H, W] or [N, C, H, W] torch tensor, or a list of
 those; results have the input's form (PIL in, PIL out for the geometric
 functions). Every function takes ``device`` ("cpu" or "gpu"). Geometric
@@ -14,10 +18,11 @@ from ... import _ladle
 from ... import types
 from ... import dynamic as _ldd
 from .._io import Inputs, InterpolationMode, assemble, interp_type
+from .._color import check_factor, check_hue, gray_mean, hue_degrees, require_uint8
 from .._transforms import center_offset, crop_position, resized_shape, size_pair
 
-__all__ = ["center_crop", "crop", "horizontal_flip", "normalize", "resize", "resized_crop", "to_dtype",
-           "vertical_flip"]
+__all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "center_crop", "crop",
+           "horizontal_flip", "normalize", "resize", "resized_crop", "rgb_to_grayscale", "to_dtype", "vertical_flip"]
 
 
 def _run(inpt, who, device, body, as_pil=True):
@@ -147,3 +152,56 @@ def normalize(inpt, mean, std, inplace=False, device="cpu"):
     if (s == 0).any():
         raise _ladle.InvalidArgumentError("normalize: std must not contain 0")
     return inpt.sub_(m).div_(s) if inplace else (inpt - m) / s
+
+
+def _color(inpt, who, device, op):
+    """Runs op(batch, dev, samples) -> Batch on uint8 images."""
+    inputs = Inputs(inpt, who)
+    require_uint8(inputs.dtype, who)
+    return _run(inpt, who, device, lambda b, shapes, dev: (op(b, dev, inputs.samples), False))
+
+
+def adjust_brightness(inpt, brightness_factor, device="cpu"):
+    """torchvision's adjust_brightness: brightness_factor * image, saturated
+    (ladle's brightness operator; rounds where torchvision truncates)."""
+    f = check_factor(brightness_factor, "brightness_factor", "adjust_brightness")
+    return _color(inpt, "adjust_brightness", device, lambda b, dev, _: _ldd.brightness(b, device=dev, brightness=f))
+
+
+def adjust_contrast(inpt, contrast_factor, device="cpu"):
+    """torchvision's adjust_contrast: blends each image with its mean grey
+    level (torchvision's, computed on the host) by contrast_factor."""
+    f = check_factor(contrast_factor, "contrast_factor", "adjust_contrast")
+    return _color(inpt, "adjust_contrast", device,
+                  lambda b, dev, samples: _ldd.contrast(b, device=dev, contrast=f,
+                                                        contrast_center=[gray_mean(a) for a in samples]))
+
+
+def adjust_saturation(inpt, saturation_factor, device="cpu"):
+    """torchvision's adjust_saturation: blends with the grey image by
+    saturation_factor (ladle's saturation operator: the grey is the YIQ luma)."""
+    f = check_factor(saturation_factor, "saturation_factor", "adjust_saturation")
+    return _color(inpt, "adjust_saturation", device, lambda b, dev, _: _ldd.saturation(b, device=dev, saturation=f))
+
+
+def adjust_hue(inpt, hue_factor, device="cpu"):
+    """torchvision's adjust_hue: hue_factor in [-0.5, 0.5] turns of hue. ladle
+    rotates the YIQ chroma plane (DALI's hue), not the HSV hue: see the
+    package notes for the measured difference."""
+    h = check_hue(hue_factor, "adjust_hue")
+    return _color(inpt, "adjust_hue", device, lambda b, dev, _: _ldd.hue(b, device=dev, hue=hue_degrees(h)))
+
+
+def rgb_to_grayscale(inpt, num_output_channels=1, device="cpu"):
+    """torchvision's rgb_to_grayscale: 1 or 3 channels of luma
+    (ladle's color_space_conversion RGB -> GRAY)."""
+    if num_output_channels not in (1, 3):
+        raise _ladle.InvalidArgumentError(
+            f"rgb_to_grayscale: num_output_channels must be 1 or 3, got {num_output_channels!r}")
+
+    def op(b, dev, _):
+        g = _ldd.color_space_conversion(b, device=dev, image_type="RGB", output_type="GRAY")
+        return g if num_output_channels == 1 else _ldd.color_space_conversion(g, device=dev, image_type="GRAY",
+                                                                               output_type="RGB")
+
+    return _color(inpt, "rgb_to_grayscale", device, op)

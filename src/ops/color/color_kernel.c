@@ -1,0 +1,36 @@
+/* CPU references of the colour kernels (color_kernel.h). */
+
+/* The same operations as the CUDA kernel: no contraction into FMA, whatever
+ * the target (gcc's GNU modes fuse when the CPU has FMA). Before the
+ * includes, so that color_pixel.h's inline functions get it too. */
+#if defined(__clang__)
+#pragma STDC FP_CONTRACT OFF
+#elif defined(__GNUC__)
+#pragma GCC optimize("fp-contract=off")
+#endif
+
+#include <string.h>
+
+#include "ops/color/color_pixel.h"
+
+void ladle__color_apply(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t pixels,
+                        const ladle__color_params *p) {
+  for (size_t px = 0; px < pixels; px++) ladle__color_pixel(out, (int)out_type, in, (int)in_type, px, p);
+}
+
+void ladle__jitter(uint8_t *out, const uint8_t *in, int h, int w, int pixel_bytes, int n_degree, const uint32_t key[2],
+                   const uint8_t *fill, int mask) {
+  size_t ps = (size_t)pixel_bytes;
+  if (!mask) {
+    memcpy(out, in, (size_t)h * (size_t)w * ps);
+    return;
+  }
+  for (int y = 0; y < h; y++)
+    for (int x = 0; x < w; x++) {
+      int sx, sy;
+      const uint8_t *src = ladle__jitter_source(x, y, h, w, n_degree, key, &sx, &sy)
+                               ? in + ((size_t)sy * (size_t)w + (size_t)sx) * ps
+                               : fill;
+      memcpy(out + ((size_t)y * (size_t)w + (size_t)x) * ps, src, ps);
+    }
+}

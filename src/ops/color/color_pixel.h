@@ -1,0 +1,98 @@
+/* The per-pixel arithmetic of the colour kernels, written once for the CPU
+ * (color_kernel.c) and the GPU (color_kernel.cu): the same rounded float
+ * operations in the same order on both, no fused multiply-add (the device
+ * side spells each operation as an intrinsic; the C file turns contraction
+ * off). */
+#ifndef LADLE_OPS_COLOR_COLOR_PIXEL_H
+#define LADLE_OPS_COLOR_COLOR_PIXEL_H
+
+#include <math.h>
+#include <stdint.h>
+
+#include "core/rng.h"
+#include "ops/color/color_kernel.h"
+#include "ops/kernels/half.h"
+
+#if defined(__CUDA_ARCH__)
+#define LADLE__CMUL(a, b) __fmul_rn((a), (b))
+#define LADLE__CADD(a, b) __fadd_rn((a), (b))
+#else
+#define LADLE__CMUL(a, b) ((a) * (b))
+#define LADLE__CADD(a, b) ((a) + (b))
+#endif
+
+/* Output channel o of a MATRIX transform for the input pixel x. */
+static inline LADLE_HD float ladle__color_row(const ladle__color_params *p, const float *x, int o) {
+  float v = LADLE__CMUL(p->m[o][0], x[0]);
+  if (p->in_c > 1) v = LADLE__CADD(v, LADLE__CMUL(p->m[o][1], x[1]));
+  if (p->in_c > 2) v = LADLE__CADD(v, LADLE__CMUL(p->m[o][2], x[2]));
+  return LADLE__CADD(v, p->off[o]);
+}
+
+static inline LADLE_HD float ladle__color_scale(const ladle__color_params *p, float x) {
+  return LADLE__CADD(LADLE__CMUL(x, p->mul), p->add);
+}
+
+/* Round half away from zero, saturate, NaN -> 0 (DALI's ConvertSat). */
+static inline LADLE_HD uint8_t ladle__color_to_u8(float v) {
+  if (!(v > 0.0f)) return 0;
+  if (v >= 255.0f) return 255;
+  return (uint8_t)roundf(v);
+}
+
+static inline LADLE_HD int32_t ladle__color_to_i32(float v) {
+  if (v != v) return 0;
+  float r = roundf(v);
+  if (r >= 2147483648.0f) return INT32_MAX;
+  if (r < -2147483648.0f) return INT32_MIN;
+  return (int32_t)r;
+}
+
+static inline LADLE_HD void ladle__color_put(void *out, int type, size_t i, float v) {
+  switch (type) {
+    case LADLE_UINT8: ((uint8_t *)out)[i] = ladle__color_to_u8(v); break;
+    case LADLE_INT32: ((int32_t *)out)[i] = ladle__color_to_i32(v); break;
+    case LADLE_FLOAT16: ((uint16_t *)out)[i] = ladle__f32_to_f16(v); break;
+    default: ((float *)out)[i] = v; break;
+  }
+}
+
+static inline LADLE_HD float ladle__color_get(const void *in, int type, size_t i) {
+  return type == LADLE_UINT8 ? (float)((const uint8_t *)in)[i] : ((const float *)in)[i];
+}
+
+/* Pixel `px` of a transform: reads in_c values, writes out_c. */
+static inline LADLE_HD void ladle__color_pixel(void *out, int out_type, const void *in, int in_type, size_t px,
+                                                const ladle__color_params *p) {
+  if (p->mode == LADLE__COLOR_SCALE) {
+    for (int c = 0; c < p->in_c; c++) {
+      size_t i = px * (size_t)p->in_c + (size_t)c;
+      ladle__color_put(out, out_type, i, ladle__color_scale(p, ladle__color_get(in, in_type, i)));
+    }
+    return;
+  }
+  float x[3] = {0.0f, 0.0f, 0.0f};
+  for (int c = 0; c < p->in_c && c < 3; c++)
+    x[c] = ladle__color_get(in, in_type, px * (size_t)p->in_c + (size_t)(p->rev_in ? p->in_c - 1 - c : c));
+  for (int o = 0; o < p->out_c && o < 3; o++)
+    ladle__color_put(out, out_type, px * (size_t)p->out_c + (size_t)(p->rev_out ? p->out_c - 1 - o : o),
+                     ladle__color_row(p, x, o));
+}
+
+/* jitter's displacement of pixel `index` along one axis, from one word. */
+static inline LADLE_HD int ladle__jitter_offset(uint32_t u, int n_degree) {
+  return (int)(((uint64_t)u * (uint64_t)n_degree) >> 32) - n_degree / 2;
+}
+
+/* jitter's source of output pixel (x, y); returns 0 when it is outside. */
+static inline LADLE_HD int ladle__jitter_source(int x, int y, int h, int w, int n_degree, const uint32_t key[2],
+                                                int *sx, int *sy) {
+  uint64_t index = (uint64_t)y * (uint64_t)w + (uint64_t)x;
+  uint32_t ctr[4] = {(uint32_t)index, (uint32_t)(index >> 32), 0u, 0u}, u[4];
+  ladle__philox_block(ctr, key, u);
+  *sx = x + ladle__jitter_offset(u[0], n_degree);
+  *sy = y + ladle__jitter_offset(u[1], n_degree);
+  return *sx >= 0 && *sx < w && *sy >= 0 && *sy < h;
+}
+
+#endif

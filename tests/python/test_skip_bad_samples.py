@@ -1,0 +1,128 @@
+"""on_error="skip": bad files are dropped with a budget, batches stay full,
+shards keep equal batch counts, output stays a function of the data."""
+
+import logging
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+import ladle
+from ladle import fn
+
+
+@pytest.fixture
+def corrupt_tree(tmp_path, sample_root):
+    """The sample set (4 classes x 8) with 4 bad files among it."""
+    root = tmp_path / "data"
+    shutil.copytree(sample_root, root)
+    good = sorted(str(p) for p in root.rglob("*.jpg"))
+    bad = {
+        root / "circle" / "circle_9.jpg": b"",                                   # empty
+        root / "square" / "square_8.jpg": b"not a jpeg at all" * 10,             # garbage
+        root / "stripes" / "stripes_8.jpg": open(good[0], "rb").read()[:300],    # truncated
+        root / "triangle" / "triangle_8.jpg": b"\x89PNG\r\n\x1a\n" + b"\0" * 40,  # a broken PNG
+    }
+    for path, data in bad.items():
+        path.write_bytes(data)
+    return str(root), sorted(str(p) for p in bad)
+
+
+def pipeline(root, batch_size=6, num_threads=2, **kwargs):
+    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=num_threads, seed=5, **kwargs)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="R", pad_last_batch=True,
+                                        **{k: v for k, v in kwargs.pop("reader", {}).items()})
+        images = fn.resize(fn.decoders.image(jpegs), resize_x=8, resize_y=8)
+        pipe.set_outputs(images, labels)
+    return pipe
+
+
+def epoch(pipe, batches):
+    out = []
+    for _ in range(batches):
+        images, labels = pipe.run()
+        assert len(images) == pipe.batch_size  # full, always
+        out.append((np.array(images.as_array()).copy(), np.array(labels.as_array()).copy()))
+    return out
+
+
+def test_raise_is_the_default(corrupt_tree):
+    root, bad = corrupt_tree
+    pipe = pipeline(root)
+    with pytest.raises(ladle.Error, match="|".join(os.path.basename(b) for b in bad)):
+        epoch(pipe, 6)  # 36 files: 6 batches
+    pipe.close()
+
+
+def test_skip_keeps_batches_full_and_logs_each_file_once(corrupt_tree, caplog):
+    root, bad = corrupt_tree
+    pipe = pipeline(root, on_error="skip", max_skipped_samples=4)
+    with caplog.at_level(logging.WARNING, logger="ladle"):
+        first = epoch(pipe, 6)
+        second = epoch(pipe, 6)
+    skipped = pipe.skipped_samples()
+    assert sorted(s["name"] for s in skipped) == bad
+    assert all(s["error"] for s in skipped)
+    assert sum("skipped a bad sample" in r.message for r in caplog.records) == 4  # once each, not per epoch
+    assert pipe.executor_statistics()["skipped_samples"] == 4
+    # No output comes from a bad file: every image decoded, labels are the good files' classes.
+    for images, labels in first + second:
+        assert images.shape == (6, 8, 8, 3)
+    pipe.close()
+
+
+def test_skipping_is_deterministic(corrupt_tree):
+    root, _ = corrupt_tree
+    runs = []
+    for threads in (1, 3):
+        pipe = pipeline(root, num_threads=threads, on_error="skip")
+        runs.append(epoch(pipe, 12))
+        pipe.close()
+    for (a, la), (b, lb) in zip(*runs):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(la, lb)
+    # A resumed pipeline that has not met the bad files yet gives the same bytes.
+    pipe = pipeline(root, on_error="skip")
+    pipe.set_position(7)
+    for (a, la), (b, lb) in zip(epoch(pipe, 5), runs[0][7:]):
+        np.testing.assert_array_equal(a, b)
+    pipe.close()
+
+
+def test_the_budget_is_enforced_and_lists_the_files(corrupt_tree):
+    root, bad = corrupt_tree
+    pipe = pipeline(root, on_error="skip", max_skipped_samples=2)
+    with pytest.raises(ladle.LimitError, match=r"more than max_skipped_samples=2 allows: .*_8\.jpg|_9\.jpg"):
+        epoch(pipe, 6)
+    pipe.close()
+    pipe = pipeline(root, on_error="skip", max_skipped_samples=0.2)  # 20% of 36: 8 allowed
+    epoch(pipe, 6)
+    pipe.close()
+
+
+def test_shards_keep_equal_batch_counts(corrupt_tree):
+    root, _ = corrupt_tree
+    counts = []
+    for shard in range(2):
+        pipe = ladle.Pipeline(batch_size=4, num_threads=2, on_error="skip")
+        with pipe:
+            jpegs, labels = fn.readers.file(file_root=root, name="R", shard_id=shard, num_shards=2,
+                                            pad_last_batch=True)
+            pipe.set_outputs(fn.resize(fn.decoders.image(jpegs), resize_x=8, resize_y=8), labels)
+        torch_mod = pytest.importorskip("ladle.torch")
+        it = torch_mod.GenericIterator(pipe, ["images", "labels"], reader_name="R",
+                                       last_batch_policy=torch_mod.LastBatchPolicy.PARTIAL)
+        counts.append(sum(1 for _ in it))
+        pipe.close()
+    assert counts[0] == counts[1] == 5  # 18 per shard, batch 4
+
+
+def test_bad_arguments_are_not_skipped(sample_root):
+    with pytest.raises(ladle.InvalidArgumentError, match="on_error"):
+        ladle.Pipeline(batch_size=2, on_error="ignore")
+    with pytest.raises(ladle.InvalidArgumentError, match="needs on_error='skip'"):
+        ladle.Pipeline(batch_size=2, max_skipped_samples=3)
+    with pytest.raises(ladle.InvalidArgumentError, match="fraction must be in"):
+        ladle.Pipeline(batch_size=2, on_error="skip", max_skipped_samples=1.5)
