@@ -26,6 +26,8 @@ def test_committed_stubs_match_the_schemas():
 def test_stubs_cover_every_operator():
     text = _stubs.fn_stub()
     for name in ladle.pipeline.op_schemas():
+        if any(part.startswith("_") for part in name.split(".")):
+            continue  # internal operators (_conditional.*: if/else in pipelines) are not fn's API
         assert f"def {name.rsplit('.', 1)[-1]}(" in text, name
     assert os.path.isfile(os.path.join(os.path.dirname(ladle.__file__), "py.typed"))
 
