@@ -59,6 +59,13 @@ def sample_data_root():
     return _os.path.join(_os.path.dirname(__file__), "data", "sample")
 
 
+def sample_photos_root():
+    """The directory of the demo's photographs (12 JPEGs of 2 classes, about
+    400 pixels on the longer side, freely licensed: see the COPYRIGHT file
+    there), laid out for fn.readers.file(file_root=...)."""
+    return _os.path.join(_os.path.dirname(__file__), "data", "photos")
+
+
 __all__ = [
     "CorruptDataError",
     "CudaError",
@@ -83,5 +90,6 @@ __all__ = [
     "fn",
     "pipeline_def",
     "sample_data_root",
+    "sample_photos_root",
     "types",
 ]

@@ -1,9 +1,10 @@
-"""python -m ladle.demo: runs the DESIGN.md training pipeline on the CPU.
+"""python -m ladle.demo: runs the README's training pipeline on the CPU.
 
-Reads JPEGs (by default the small built-in set), decodes a random crop of
-each, resizes it to 224x224, mirrors half of them and normalizes them to
-float16 CHW, as an ImageNet training loader does. Prints images/s and writes a
-PNG grid of augmented samples (normalization undone) to --out.
+Reads JPEGs (by default the built-in photographs, ladle.sample_photos_root()),
+decodes a random crop of each, resizes it to 224x224, mirrors half of them
+and normalizes them to float16 CHW, as an ImageNet training loader does
+(docs/DESIGN.md describes the library behind it). Prints images/s and writes
+a PNG grid of augmented samples (normalization undone) to --out.
 """
 
 import argparse
@@ -18,15 +19,19 @@ import numpy as np
 
 import ladle
 from ladle import fn, pipeline_def, types
+from ladle._cli import image_folder, int_at_least
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
 @pipeline_def
-def training_pipeline(root, size=224):
+def training_pipeline(root, size=224, device="cpu"):
+    """The README's training pipeline; device="gpu" decodes with device="mixed"
+    (nvJPEG) and runs the rest on the GPU."""
     jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader")
-    images = fn.decoders.image_random_crop(jpegs, device="cpu", output_type=types.RGB)
+    images = fn.decoders.image_random_crop(jpegs, device="mixed" if device == "gpu" else "cpu",
+                                           output_type=types.RGB)
     images = fn.resize(images, resize_x=size, resize_y=size)
     images = fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout="CHW", mean=MEAN, std=STD,
                                       mirror=fn.random.coin_flip(probability=0.5))
@@ -67,20 +72,23 @@ def make_grid(images, columns=4, gap=4):
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m ladle.demo", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=ladle.sample_data_root(),
-                        help="a folder with one subfolder of JPEGs per class (default: the built-in set)")
-    parser.add_argument("--batch-size", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=min(4, os.cpu_count() or 1))
-    parser.add_argument("--iters", type=int, default=None,
+    parser.add_argument("--data", type=image_folder, default=ladle.sample_photos_root(),
+                        help="a folder with one subfolder of JPEGs per class (default: the built-in photographs)")
+    parser.add_argument("--batch-size", type=int_at_least(1), default=32)
+    parser.add_argument("--threads", type=int_at_least(1), default=min(4, os.cpu_count() or 1))
+    parser.add_argument("--iters", type=int_at_least(1), default=None,
                         help="iterations to time (default: about 320 images' worth)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int_at_least(0), default=0)
     parser.add_argument("--out", default="ladle-demo.png", help="PNG grid of augmented samples")
     args = parser.parse_args(argv)
     iters = args.iters or max(1, math.ceil(320 / args.batch_size))
 
     pipe = training_pipeline(args.data, batch_size=args.batch_size, num_threads=args.threads, seed=args.seed)
     try:
-        pipe.build()
+        try:
+            pipe.build()
+        except ladle.Error as e:  # e.g. a folder without images: the reader says which
+            parser.error(f"--data {args.data}: {e}")
         print(f"ladle {ladle.__version__}: {pipe.epoch_size('Reader')} images in {args.data}; "
               f"batch {args.batch_size}, {args.threads} threads")
         images, labels = pipe.run()  # warm-up: pools and caches fill here

@@ -114,7 +114,8 @@ class _Source:
     iterable gives one sample per next(). A callable starts again after the
     end of an epoch has been reported (it decides itself when epochs end); an
     iterable is iterated again only with cycle="raise" (True/"quiet" restart
-    it without reporting an end)."""
+    it without reporting an end). A generator function (DALI accepts one) is
+    an iterable: each (re)start calls it for a new generator."""
 
     def __init__(self, name, source, cycle, batch, batch_info, batch_size):
         self.name, self.source, self.cycle = name, source, cycle
@@ -203,7 +204,8 @@ class _Source:
     def restart(self):
         """After run() reported the end of an epoch: starts the next one where
         the source can go on (see the class)."""
-        if callable(self.source) or self.cycle == "raise":
+        # A generator function restarts as an iterable does: with cycle="raise" (DALI).
+        if (callable(self.source) and not self._factory) or self.cycle == "raise":
             self._iter = None
             self._pending = []
             self.exhausted = False

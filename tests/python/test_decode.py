@@ -57,7 +57,7 @@ def pil_reference(path, output_type="RGB", orient=True):
         im = ImageOps.exif_transpose(im)
     if im.mode in ("I", "I;16", "I;16B"):  # 16-bit gray: the high byte
         a = (np.asarray(im).astype(np.uint32) >> 8).astype(np.uint8)
-        im = Image.fromarray(a, "L")
+        im = Image.fromarray(a)  # uint8 [H, W]: mode L
     if output_type == "GRAY":
         if im.mode == "CMYK":  # ladle: the luma of its RGB (equal to Pillow's RGB)
             im = im.convert("RGB")
@@ -108,11 +108,12 @@ def generated(tmp_path_factory):
         save(f"cmyk_{w}x{h}.jpg", rgb.convert("CMYK"), quality=90)
         noise = rng.integers(0, 256, (h, w, 4), dtype=np.uint8)
         save(f"rgb_{w}x{h}.png", Image.fromarray(noise[..., :3]))
-        save(f"rgba_{w}x{h}.png", Image.fromarray(noise, "RGBA"))
+        # Modes follow from the arrays' dtype and shape: Pillow 13 rejects a mode argument.
+        save(f"rgba_{w}x{h}.png", Image.fromarray(noise))
         save(f"l_{w}x{h}.png", Image.fromarray(noise[..., 0]))
-        save(f"la_{w}x{h}.png", Image.fromarray(noise[..., :2].copy(), "LA"))
+        save(f"la_{w}x{h}.png", Image.fromarray(noise[..., :2].copy()))
         save(f"pal_{w}x{h}.png", Image.fromarray(noise[..., :3]).quantize(colors=50))
-        save(f"i16_{w}x{h}.png", Image.fromarray(noise[..., 0].astype(np.uint16) * 257 + 3, "I;16"))
+        save(f"i16_{w}x{h}.png", Image.fromarray(noise[..., 0].astype(np.uint16) * 257 + 3))
     return files
 
 

@@ -143,6 +143,45 @@ def test_source_callable_iterable_and_cycle():
         make(iter([]), cycle=True)
 
 
+def test_a_generator_function_is_iterated_and_called_again_to_restart():
+    # DALI accepts a generator function as source: it is iterated (not called
+    # per batch), and called again for a new generator when it restarts
+    # (cycle="raise" after the end, cycle=True at once); without cycle it ends.
+    started = []
+
+    def batches():
+        started.append(1)
+        for v in (5, 6):
+            yield [np.full((1, 2), v, np.uint8)]
+
+    def samples():
+        for v in range(3):
+            yield np.full((1, 2), v, np.uint8)
+
+    def values(pipe, n=7):
+        out = []
+        for _ in range(n):
+            try:
+                out.append(pipe.run()[0].as_array()[:, 0, 0].tolist())
+            except StopIteration:
+                out.append("stop")
+        return out
+
+    for source, kwargs, want in [
+        (batches, {}, [[5], [6], "stop", "stop"]),
+        (batches, {"cycle": "raise"}, [[5], [6], "stop", [5], [6], "stop", [5]]),
+        (batches, {"cycle": True}, [[5], [6], [5], [6], [5], [6], [5]]),
+        (samples, {"batch": False}, [[0, 1], [2], "stop", "stop"]),
+    ]:
+        pipe = ladle.Pipeline(batch_size=2 if source is samples else 1, num_threads=1)
+        with pipe:
+            pipe.set_outputs(fn.external_source(source, ndim=2, **kwargs))
+        try:
+            assert values(pipe, len(want)) == want, (source.__name__, kwargs)
+        finally:
+            pipe.close()
+
+
 def test_fed_jpegs_decode_like_read_ones(sample_root):
     paths = sorted(os.path.join(dp, f) for dp, _, fs in os.walk(sample_root) for f in fs if f.endswith(".jpg"))[:4]
     encoded = [np.fromfile(p, dtype=np.uint8) for p in paths]

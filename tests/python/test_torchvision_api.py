@@ -2,9 +2,9 @@
 crops exact, resize within one level, normalization within float rounding;
 random transforms vary and repeat with the seed; every input form agrees.
 
-Measured on this suite's images (uint8, bilinear and bicubic with antialias):
-ladle's resize is within 1 level of torchvision's tensor resize (most pixels
-equal; mean difference below 0.01 level)."""
+Measured on this suite's images (uint8, antialias): ladle's bilinear resize
+is within 1 level of torchvision's tensor resize; bicubic within 1 level
+before torchvision 0.16 and up to 7 levels since (see resize_bound)."""
 
 import numpy as np
 import pytest
@@ -12,7 +12,7 @@ import pytest
 import ladle
 
 torch = pytest.importorskip("torch")
-pytest.importorskip("torchvision")
+torchvision = pytest.importorskip("torchvision")
 try:  # torchvision >= 0.15
     import torchvision.transforms.v2 as tv
     import torchvision.transforms.v2.functional as tvF
@@ -90,12 +90,71 @@ def test_transforms_must_be_composed():
 
 # --- Compose against torchvision -----------------------------------------------
 
+def tv_version():
+    return tuple(int(p) for p in torchvision.__version__.split("+")[0].split(".")[:2])
+
+
+# Max difference (levels of 255) between ladle's and torchvision's antialiased
+# uint8 resize on this module's images, per torchvision version, measured with
+# tests/python/reference/torchvision_resize_check.py (torch/torchvision
+# 1.13/0.14, 2.0/0.15, 2.1/0.16, 2.5/0.20, 2.11/0.26, 2.15/0.29; see
+# BICUBIC_UINT8_ROUNDS). Bilinear: 1 everywhere. Bicubic: 1 while torchvision
+# resizes uint8 in float (as ladle does); since torchvision rounds and clips
+# the horizontally resized intermediate image to uint8 (its native uint8
+# kernels, Pillow's scheme), the cubic's overshoot clipped there shows: up to
+# 7 levels on these images, up to 27 on noisier ones (the script's 200 random
+# images), 1 on smooth ones. test_bicubic_follows_the_float_rule pins ladle's
+# bicubic itself, whatever torchvision's version.
+BICUBIC_UINT8_ROUNDS = (0, 16)  # torch 2.1's uint8 kernels; 0.15 still matched ladle within 1
+
+
+def resize_bound(interpolation):
+    """(max, mean) difference allowed against this torchvision. The mean
+    moves too: torchvision's uint8 kernels use fixed-point weights (a
+    rounding of their own also in bilinear), measured worst image 0.21
+    (bilinear) and 0.25 (bicubic) levels, against 0.002 and 0.0 before."""
+    if tv_version() < BICUBIC_UINT8_ROUNDS:
+        return 1, 0.01
+    return (7 if interpolation == "BICUBIC" else 1), 0.3
+
+
 @pytest.mark.parametrize("size", [32, 57, (20, 30), (70, 40)])
 @pytest.mark.parametrize("interpolation", ["BILINEAR", "BICUBIC"])
-def test_resize_within_one_level(images, size, interpolation):
+def test_resize_within_the_measured_bound(images, size, interpolation):
     t = T.Compose([T.Resize(size, interpolation=getattr(T.InterpolationMode, interpolation))])
+    worst, mean = resize_bound(interpolation)
     for img in images:
-        assert max_diff(t(img), tv_resize(img, size, interpolation)) <= 1
+        ours, ref = t(img), tv_resize(img, size, interpolation)
+        assert max_diff(ours, ref) <= worst, torchvision.__version__
+        assert (ours.to(torch.int32) - ref.to(torch.int32)).abs().float().mean().item() <= mean
+
+
+def cubic_weights(insize, outsize, a=-0.5):
+    """[outsize, insize] antialiased cubic weights (Keys, a=-0.5, widened by
+    the scale when shrinking), normalized per output pixel: the rule
+    torchvision (antialias=True) and Pillow share."""
+    scale = insize / outsize
+    widen = max(scale, 1.0)
+    weights = np.zeros((outsize, insize))
+    for i in range(outsize):
+        centre = (i + 0.5) * scale
+        lo, hi = max(int(centre - 2 * widen + 0.5), 0), min(int(centre + 2 * widen + 0.5), insize)
+        x = np.abs((np.arange(lo, hi) - centre + 0.5) / widen)
+        w = np.where(x < 1, ((a + 2) * x - (a + 3)) * x * x + 1, np.where(x < 2, (((x - 5) * x + 8) * x - 4) * a, 0))
+        weights[i, lo:hi] = w / w.sum()
+    return weights
+
+
+@pytest.mark.parametrize("size", [(20, 30), (70, 40), (31, 31), (90, 130)])
+def test_bicubic_follows_the_float_rule(images, size):
+    # ladle's bicubic against the rule in float64 with one rounding at the end
+    # (what torchvision < 0.16 computed): within 1 level.
+    t = T.Compose([T.Resize(size, interpolation=T.InterpolationMode.BICUBIC)])
+    for img in images:
+        x = img.numpy().astype(np.float64)
+        ref = np.einsum("oh,chw,pw->cop", cubic_weights(x.shape[1], size[0]), x, cubic_weights(x.shape[2], size[1]))
+        ref = np.clip(np.round(ref), 0, 255)
+        assert np.abs(t(img).numpy().astype(np.int32) - ref).max() <= 1
 
 
 def test_nearest_exact_samples_pixel_centres(images):
