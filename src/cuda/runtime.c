@@ -53,7 +53,8 @@ ladle_status ladle__cuda_check_latch(const char *func) {
 }
 
 ladle_status ladle__cuda_fail(cudaError_t err, const char *func, const char *call) {
-  ladle__set_error(LADLE_ERROR_CUDA, func, "%s failed: %s: %s", call, cudaGetErrorName(err),
+  /* The CUDA function's name, without the call's arguments (ladle's own expressions). */
+  ladle__set_error(LADLE_ERROR_CUDA, func, "%.*s failed: %s: %s", (int)strcspn(call, "("), call, cudaGetErrorName(err),
                    cudaGetErrorString(err));
   /* cudaGetLastError resets a non-sticky error; a sticky one survives it. Two
    * calls: the first may return `err` itself (or an older error), the second

@@ -494,9 +494,8 @@ static void test_runtime(void) {
   ladle_status st = ladle__cuda_stream_wait(stream, NULL);
   CHECK(st == LADLE_ERROR_CUDA);
   fprintf(stderr, "  waiting on a NULL event gives: %s\n", ladle_last_error());
-  CHECK(strstr(ladle_last_error(), "cudaStreamWaitEvent(") != NULL);
+  CHECK(strstr(ladle_last_error(), "cudaStreamWaitEvent failed: cudaError") != NULL);
   CHECK(strstr(ladle_last_error(), "ladle__") == NULL);
-  CHECK(strstr(ladle_last_error(), " failed: cudaError") != NULL);
   CHECK(!ladle__cuda_broken());
   CHECK(cudaPeekAtLastError() == cudaSuccess);
 

@@ -115,7 +115,7 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
   long long max_n = 1;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_strided_param_bytes(n), __func__));
-  if (n == 0) goto done;
+  if (n <= 0) goto done; /* (check_params refused n < 0; this also tells the compiler) */
   for (int i = 0; i < n; i++) {
     long long total = 1;
     for (int k = 0; k < d[i].ndim; k++) total *= d[i].shape[k];
@@ -150,7 +150,7 @@ extern "C" ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, 
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, need, __func__));
   LADLE_CHECK(elem_size >= 1 && elem_size <= 8 && num_classes >= 0, LADLE_ERROR_INVALID_ARGUMENT,
               "bad parameters: %d-byte elements, %lld classes", elem_size, (long long)num_classes);
-  if (n == 0) goto done;
+  if (n <= 0) goto done; /* (check_params refused n < 0; this also tells the compiler) */
   for (int i = 0; i < n; i++) {
     long long total = d[i].outer * num_classes * d[i].inner;
     if (total > max_n) max_n = total;
@@ -185,7 +185,7 @@ extern "C" ladle_status ladle__gpu_lookup(const ladle__lookup_desc *d, int n, la
   LADLE_CHECK(elem_size >= 1 && elem_size <= 8 && table_size >= 0 && (table || !table_size),
               LADLE_ERROR_INVALID_ARGUMENT, "bad parameters: %d-byte elements, table of %lld", elem_size,
               (long long)table_size);
-  if (n == 0) goto done;
+  if (n <= 0) goto done; /* (check_params refused n < 0; this also tells the compiler) */
   for (int i = 0; i < n; i++)
     if (d[i].count > max_n) max_n = d[i].count;
   memcpy(host_params, d, (size_t)n * sizeof *d);
