@@ -283,3 +283,12 @@ def test_output_sizes_are_capped(make):
                                                r"max_pixels x 4"):
         pipe.run()
     pipe.close()
+
+
+def test_resize_needs_a_size():
+    with ladle.Pipeline(batch_size=1) as pipe:
+        x = fn.external_source(name="x")
+        pipe.set_outputs(fn.resize(x))
+    with pytest.raises(ladle.InvalidArgumentError, match=r"resize: no output size: give resize_x"):
+        pipe.build()
+    pipe.close()

@@ -11,6 +11,9 @@ ladle_status ladle__resize_size_params_init(ladle__node *n, ladle__resize_size_p
   int xy = ladle__arg_given(n, arg_x) || ladle__arg_given(n, arg_y);
   int size = ladle__arg_given(n, arg_size);
   int shorter = ladle__arg_given(n, arg_shorter), longer = ladle__arg_given(n, arg_longer);
+  if (xy + size + shorter + longer == 0 && !ladle__arg_given(n, arg_max_size))
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
+                         "no output size: give resize_x/resize_y, size, resize_shorter or resize_longer");
   if (xy + size + shorter + longer > 1)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "give only one of resize_x/resize_y, size, resize_shorter and resize_longer");
