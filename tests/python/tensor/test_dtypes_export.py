@@ -177,7 +177,7 @@ def test_external_source_infers_dtype_and_ndim_from_a_generator_function():
 
     pipe = ladle.Pipeline(batch_size=1, num_threads=1)
     with pipe:
-        x = fn.external_source(source=gen)
+        x = fn.external_source(source=gen, cycle="raise")  # DALI: a generator function restarts with cycle
         pipe.set_outputs(x, fn.cast(x, dtype=types.INT16))
     got = run_all(pipe, epochs=2)
     assert calls == [1, 1]  # called once per epoch
@@ -248,7 +248,7 @@ def test_callable_returning_a_generator_is_a_generator_function():
 
     pipe = ladle.Pipeline(batch_size=1, num_threads=1)
     with pipe:
-        pipe.set_outputs(fn.external_source(source=lambda: gen(2)))  # not itself a generator function
+        pipe.set_outputs(fn.external_source(source=lambda: gen(2), cycle="raise"))  # not itself a generator function
     got = run_all(pipe, epochs=2)
     assert [g if g == "end" else g[0].tolist() for g in got] == [[0, 0], [1, 1], "end", [0, 0], [1, 1], "end"]
     pipe.close()
