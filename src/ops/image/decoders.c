@@ -23,15 +23,15 @@ enum {
       .doc = "mixed: the share of JPEGs given to nvJPEG; the CPU workers decode the rest at the same time " \
              "(DALI's default is 0.65; 0.8 was fastest on an H200 with 16 cores)."}, \
   [ARG_DEVICE_MEMORY_PADDING] = {LADLE_INT_ARG("device_memory_padding", 16 << 20), \
-      .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
   [ARG_HOST_MEMORY_PADDING] = {LADLE_INT_ARG("host_memory_padding", 8 << 20), \
-      .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
   [ARG_PREALLOCATE_WIDTH_HINT] = {LADLE_INT_ARG("preallocate_width_hint", 0), \
-      .doc = "Accepted for DALI scripts; no effect."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; no effect."}, \
   [ARG_PREALLOCATE_HEIGHT_HINT] = {LADLE_INT_ARG("preallocate_height_hint", 0), \
-      .doc = "Accepted for DALI scripts; no effect."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; no effect."}, \
   [ARG_USE_FAST_IDCT] = {LADLE_BOOL_ARG("use_fast_idct", 0), \
-      .doc = "Accepted for DALI scripts; ladle always uses the accurate IDCT."}
+      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle always uses the accurate IDCT."}
 
 static const double default_area[] = {0.08, 1.0};
 static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};

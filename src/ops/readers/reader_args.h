@@ -34,15 +34,15 @@ enum {
       .doc = "End every epoch on a batch boundary, the same number of batches on every shard, padding with the " \
              "shard's last record."}, \
   [(first) + LADLE__SAMPLER_ARG_INITIAL_FILL] = {LADLE_INT_ARG("initial_fill", 1024), \
-      .doc = "Accepted for DALI scripts; no effect (ladle shuffles the whole epoch)."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; no effect (ladle shuffles the whole epoch)."}, \
   [(first) + LADLE__SAMPLER_ARG_READ_AHEAD] = {LADLE_BOOL_ARG("read_ahead", 0), \
-      .doc = "Accepted for DALI scripts; no effect."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; no effect."}, \
   [(first) + LADLE__SAMPLER_ARG_PREFETCH_QUEUE_DEPTH] = {LADLE_INT_ARG("prefetch_queue_depth", 1), \
-      .doc = "Accepted for DALI scripts; no effect."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; no effect."}, \
   [(first) + LADLE__SAMPLER_ARG_DONT_USE_MMAP] = {LADLE_BOOL_ARG("dont_use_mmap", 0), \
-      .doc = "Accepted for DALI scripts; ladle always reads with read(2)."}, \
+      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle always reads with read(2)."}, \
   [(first) + LADLE__SAMPLER_ARG_LAZY_INIT] = {LADLE_BOOL_ARG("lazy_init", 0), \
-      .doc = "Accepted for DALI scripts; the listing happens at build."}
+      .no_effect = 1, .doc = "Accepted for DALI scripts; the listing happens at build."}
 
 /* The sampler parameters a reader's arguments give (the block at `first`),
  * for `num_records` records; batch_size from the pipeline. */

@@ -21,7 +21,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_PATH] = {LADLE_REQUIRED_ARG("path", LADLE_ARG_STRINGS),
         .doc = "The TFRecord files (uncompressed). Records are numbered in file order, file by file."},
     [ARG_INDEX_PATH] = {LADLE_OPTIONAL_ARG("index_path", LADLE_ARG_STRINGS),
-        .doc = "Accepted for DALI scripts and ignored: ladle indexes the files itself at build, reading only "
+        .no_effect = 1, .doc = "Accepted for DALI scripts and ignored: ladle indexes the files itself at build, reading only "
                "the 12-byte record headers (DALI's tfrecord2idx files are not needed)."},
     [ARG_FEATURE_NAMES] = {LADLE_OPTIONAL_ARG("feature_names", LADLE_ARG_STRINGS),
         .doc = "One output per entry, in this order: the values of the Example feature of that name, as a 1-D "

@@ -42,7 +42,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
                "1-D array of size / element size (BOOL: a nonzero byte is true). One per ext entry; a component whose size is not a multiple "
                "of the element size fails at build, naming tar, key and extension."},
     [ARG_INDEX_PATHS] = {LADLE_OPTIONAL_ARG("index_paths", LADLE_ARG_STRINGS),
-        .doc = "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading only "
+        .no_effect = 1, .doc = "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading only "
                "their headers."},
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
