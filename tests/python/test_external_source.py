@@ -3,6 +3,7 @@ one batch per iteration, including batches smaller than batch_size, sources
 that run out, and (on the GPU machine) GPU batches passed between pipelines."""
 
 import os
+import time
 
 import numpy as np
 import pytest
@@ -410,6 +411,13 @@ def test_feeding_is_bounded():
             pipe.feed_input("x", batch)
             fed += 1
     assert 10 <= fed <= 12  # depth 2 + 8, and what the executor took meanwhile
-    pipe.run()
-    pipe.feed_input("x", batch)  # room again
+    pipe.run()  # the executor then takes the next fed batch for the iteration it prepares: room again
+    for _ in range(500):
+        try:
+            pipe.feed_input("x", batch)
+            break
+        except ladle.LimitError:
+            time.sleep(0.01)
+    else:
+        pytest.fail("no room after run() consumed an iteration")
     pipe.close()
