@@ -30,20 +30,6 @@ static int test_checks;
     }                                                                           \
   } while (0)
 
-/* A CUDA runtime call that must succeed (files that include
- * cuda_runtime_api.h before this header). */
-#ifdef CUDART_VERSION
-#define CUDA_OK(call)                                                                        \
-  do {                                                                                       \
-    cudaError_t e_ = (call);                                                                 \
-    test_checks++;                                                                           \
-    if (e_ != cudaSuccess) {                                                                 \
-      test_failures++;                                                                       \
-      fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #call, cudaGetErrorString(e_)); \
-    }                                                                                        \
-  } while (0)
-#endif
-
 #define RUN(test)                                             \
   do {                                                        \
     int before_ = test_failures;                              \

@@ -16,12 +16,11 @@ int main(void) {
 
 #else
 
-#include <cuda_runtime_api.h>
-
 #include "core/rng.h"
 #include "cuda/runtime.h"
 #include "ops/color/color_kernel.h"
 #include "test.h"
+#include "test_cuda.h"
 
 static ladle__rng rng;
 static void *stream;
