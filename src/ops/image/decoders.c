@@ -192,6 +192,7 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
 #include "codec/nvjpeg.h"
 #include "core/threads.h"
 #include "cuda/runtime.h"
+#include "ops/geometry/normalize_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
 
 #define MAX_DEVICES 64
