@@ -144,6 +144,31 @@ def test_garbage_after_jpeg_signature(tmp_path):
     check_bad_file(tmp_path, bad, ladle.CorruptDataError)
 
 
+def test_file_names_that_are_not_utf8(tmp_path):
+    # os.listdir gives such names as str with surrogate escapes; bytes work too.
+    # The file system's bytes reach the reader; messages show them escaped.
+    root = os.fsencode(str(tmp_path))
+    good = os.path.join(root, b"caf\xe9.png")
+    with open(good, "wb") as f:
+        f.write(png_bytes(16, 8, seed=1))
+    bad = os.path.join(root, b"bad\xff.jpg")
+    with open(bad, "wb") as f:
+        f.write(b"")
+    for files in ([os.fsdecode(good), os.fsdecode(bad)], [good, bad]):
+        pipe = make_pipe(files, batch_size=1)
+        try:
+            (images, labels) = pipe.run()
+            expected = np.asarray(Image.open(io.BytesIO(png_bytes(16, 8, seed=1))))
+            np.testing.assert_array_equal(images.as_array()[0], expected)
+            with pytest.raises(ladle.CorruptDataError, match=r"bad\\xff\.jpg"):
+                pipe.run()
+        finally:
+            pipe.close()
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pytest.raises(ladle.InvalidArgumentError, match="NUL"), pipe:
+        fn.readers.file(files=[b"a\0b.jpg"])
+
+
 def test_missing_file_in_files(tmp_path):
     bad = str(tmp_path / "gone.jpg")
     check_bad_file(tmp_path, bad, ladle.ReadError)
