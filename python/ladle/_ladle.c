@@ -911,7 +911,7 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     unsigned bit;
     const char *name;
   } flag_bits[] = {{LADLE_OP_RANDOM, "random"}, {LADLE_OP_READER, "reader"}, {LADLE_OP_MOVES_DATA, "moves_data"},
-                   {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"}};
+                   {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"}, {LADLE_OP_CALLBACK, "callback"}};
   for (size_t k = 0; k < sizeof flag_bits / sizeof flag_bits[0]; k++) {
     if (!(s->flags & flag_bits[k].bit)) continue;
     PyObject *name = PyUnicode_FromString(flag_bits[k].name);
@@ -1164,13 +1164,105 @@ static const ladle_arg_schema *find_arg(const ladle_op_schema *op, const char *n
   return NULL;
 }
 
+/* Callback operators (python_function): the executor calls py_callback_call
+ * without the GIL, once per iteration. ctx is a Python callable (ladle's
+ * _python_function dispatcher) called as ctx(inputs, batch_size, stream,
+ * iteration), inputs a tuple of _Batch; it returns num_outputs _Batch, or a
+ * (status, message) pair when the function failed (it keeps the exception). */
+static int interpreter_finalizing(void) {
+#if PY_VERSION_HEX >= 0x030D0000
+  return Py_IsFinalizing();
+#else
+  return _Py_IsFinalizing();
+#endif
+}
+
+static void callback_error_text(char *buf, size_t size) {
+  PyObject *type = NULL, *value = NULL, *tb = NULL;
+  PyErr_Fetch(&type, &value, &tb);
+  PyObject *text = value ? PyObject_Str(value) : NULL;
+  const char *name = type ? ((PyTypeObject *)type)->tp_name : "error";
+  const char *utf8 = text ? PyUnicode_AsUTF8(text) : NULL;
+  snprintf(buf, size, "the dispatcher failed: %s: %s", name, utf8 ? utf8 : "");
+  PyErr_Clear();
+  Py_XDECREF(text);
+  Py_XDECREF(type);
+  Py_XDECREF(value);
+  Py_XDECREF(tb);
+}
+
+static ladle_status py_callback_call(void *ctx, ladle_callback_call *call) {
+  if (interpreter_finalizing()) {
+    snprintf(call->error, call->error_size, "the Python interpreter is shutting down");
+    return LADLE_ERROR_STATE;
+  }
+  PyGILState_STATE gil = PyGILState_Ensure();
+  ladle_status st = LADLE_ERROR_INTERNAL;
+  PyObject *inputs = PyTuple_New(call->num_inputs), *result = NULL, *seq = NULL;
+  for (int i = 0; inputs && i < call->num_inputs; i++) {
+    ladle_batch_retain(call->inputs[i]);
+    PyObject *b = batch_wrap(call->inputs[i]);
+    if (!b) Py_CLEAR(inputs);
+    else PyTuple_SET_ITEM(inputs, i, b);
+  }
+  if (inputs)
+    result = PyObject_CallFunction((PyObject *)ctx, "OiKL", inputs, call->batch_size,
+                                   (unsigned long long)(uintptr_t)call->cuda_stream, (long long)call->iteration);
+  if (!result) {
+    callback_error_text(call->error, call->error_size);
+    goto done;
+  }
+  if (PyTuple_Check(result) && PyTuple_GET_SIZE(result) == 2 && PyLong_Check(PyTuple_GET_ITEM(result, 0))) {
+    const char *text = PyUnicode_AsUTF8(PyTuple_GET_ITEM(result, 1));
+    snprintf(call->error, call->error_size, "%s", text ? text : "the function failed");
+    PyErr_Clear();
+    st = (ladle_status)PyLong_AsLong(PyTuple_GET_ITEM(result, 0));
+    if (st <= LADLE_OK || st > LADLE_ERROR_INTERNAL) st = LADLE_ERROR_INTERNAL;
+    goto done;
+  }
+  seq = PySequence_Fast(result, "the dispatcher must return a sequence of batches");
+  if (!seq || PySequence_Fast_GET_SIZE(seq) != call->num_outputs) {
+    if (!seq) callback_error_text(call->error, call->error_size);
+    else snprintf(call->error, call->error_size, "the dispatcher returned %zd batches for %d outputs",
+                  PySequence_Fast_GET_SIZE(seq), call->num_outputs);
+    goto done;
+  }
+  for (int k = 0; k < call->num_outputs; k++) {
+    PyObject *b = PySequence_Fast_GET_ITEM(seq, k);
+    if (!PyObject_TypeCheck(b, &BatchType)) {
+      snprintf(call->error, call->error_size, "the dispatcher returned a %s for output %d", Py_TYPE(b)->tp_name, k);
+      goto done;
+    }
+  }
+  for (int k = 0; k < call->num_outputs; k++) {
+    call->outputs[k] = ((BatchObject *)PySequence_Fast_GET_ITEM(seq, k))->batch;
+    ladle_batch_retain(call->outputs[k]);
+  }
+  st = LADLE_OK;
+done:
+  Py_XDECREF(seq);
+  Py_XDECREF(result);
+  Py_XDECREF(inputs);
+  run_deferred_deleters();
+  PyGILState_Release(gil);
+  return st;
+}
+
+static void py_callback_release(void *ctx) {
+  if (interpreter_finalizing()) return; /* no GIL to take: the interpreter frees it */
+  PyGILState_STATE gil = PyGILState_Ensure();
+  Py_DECREF((PyObject *)ctx);
+  PyGILState_Release(gil);
+}
+
 static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", NULL};
+  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", "callback", NULL};
   const char *op_name, *device, *instance_name = NULL;
-  PyObject *inputs_obj, *args_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|Oz:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
-                                   &instance_name))
+  PyObject *inputs_obj, *args_obj = Py_None, *callback = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|OzO:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
+                                   &instance_name, &callback))
     return NULL;
+  if (callback != Py_None && !PyCallable_Check(callback)) return PyErr_Format(PyExc_TypeError, "add_op: callback must be callable");
   if (pipeline_ready(self) < 0) return NULL;
   const ladle_op_schema *op = ladle_op_find(op_name);
   if (!op) return raise_format(LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
@@ -1233,8 +1325,15 @@ static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject 
   /* Adding checks arguments and never blocks: the GIL stays, which also
    * keeps the strings that cargs point into unchanged. */
   int first = -1;
-  ladle_status st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
-                                          (int)num_args, instance_name, &first);
+  ladle_status st;
+  if (callback != Py_None) {
+    ladle_callback cb = {py_callback_call, py_callback_release, Py_NewRef(callback)};
+    st = ladle_pipeline_add_callback_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
+                                        (int)num_args, instance_name, &cb, &first);
+  } else {
+    st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs, (int)num_args,
+                               instance_name, &first);
+  }
   if (st != LADLE_OK) {
     raise_status(st);
     goto done;

@@ -337,6 +337,63 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
 external_source.schema = _generated_external_source.schema
 
 
+from . import _python_function  # noqa: E402
+
+_generated_python_function = globals()["python_function"]
+_generated_dl_tensor_python_function = globals()["dl_tensor_python_function"]
+
+
+def python_function(*inputs, function, num_outputs=1, batch_processing=False, output_layouts=None, device=None,
+                    name=None, **kwargs):
+    """fn.python_function(*inputs, function, num_outputs=1, batch_processing=False, output_layouts=None,
+    device=None, name=None)
+
+    Runs `function` on the inputs inside the pipeline (DALI's): per sample, or
+    once per batch with batch_processing=True (each input then a list of
+    samples, each output a list). On the cpu the function gets read-only
+    NumPy views of the pipeline's memory and returns NumPy arrays; on the gpu
+    CuPy arrays when CuPy is installed, else torch CUDA tensors. It returns a
+    tuple of num_outputs arrays when num_outputs > 1, None when 0. Runs on
+    the pipeline's executor thread with any exec_async/exec_pipelined (as
+    DALI 2.4's default executor allows); an exception in it fails run() with
+    ladle.Error chained to it. See ladle._python_function for the details.
+    """
+    _python_function_common_args(kwargs, "fn.python_function")
+    return _python_function.add("fn.python_function", "python_function", inputs, function, num_outputs,
+                                batch_processing, output_layouts, device, name, "numpy")
+
+
+def dl_tensor_python_function(*inputs, function, num_outputs=1, batch_processing=True, output_layouts=None,
+                              synchronize_stream=True, device=None, name=None, **kwargs):
+    """fn.dl_tensor_python_function(*inputs, function, num_outputs=1, batch_processing=True,
+    output_layouts=None, synchronize_stream=True, device=None, name=None)
+
+    fn.python_function on DLPack capsules (DALI's): the function gets a list
+    of capsules per input (one capsule per input with batch_processing=False)
+    and returns capsules (or objects with __dlpack__) in the same shape.
+    batch_processing defaults to True, as DALI's DLTensorPythonFunction does.
+    synchronize_stream=False (device="gpu"): the pipeline's stream is not
+    waited for before the call; order GPU work after
+    ladle.fn.current_dali_stream() yourself.
+    """
+    _python_function_common_args(kwargs, "fn.dl_tensor_python_function")
+    return _python_function.add("fn.dl_tensor_python_function", "dl_tensor_python_function", inputs, function,
+                                num_outputs, batch_processing, output_layouts, device, name, "dlpack",
+                                extra={"synchronize_stream": bool(synchronize_stream)})
+
+
+def _python_function_common_args(kwargs, public):
+    """DALI's base arguments (preserve, bytes_per_sample_hint, seed) have no
+    effect on a Python function; anything else is an error."""
+    unknown = sorted(set(kwargs) - set(_COMMON_ARGS))
+    if unknown:
+        raise _ladle.InvalidArgumentError(f"{public}: unknown argument(s): {', '.join(unknown)}")
+
+
+current_dali_stream = _python_function.current_stream
+python_function.schema = _generated_python_function.schema
+dl_tensor_python_function.schema = _generated_dl_tensor_python_function.schema
+
 # fn.readers.tfrecord takes and returns dicts (DALI's features=): a wrapper over the generated operator.
 from . import tfrecord as _tfrecord  # noqa: E402
 

@@ -507,6 +507,7 @@ class Pipeline:
         self._c = None  # the _ladle._Pipeline, made on first use
         self._closed = False
         self._op_names = set()
+        self._callback_errors = {}  # python_function exceptions by token, until run() raises them
         self._readers = []
         self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
@@ -595,8 +596,9 @@ class Pipeline:
                                        self._skip, self._max_skipped, self._max_skipped_fraction)
         return self._c
 
-    def _add_op(self, op_name, device, inputs, args, name):
-        """Adds operator `op_name`; returns (first output id, instance name)."""
+    def _add_op(self, op_name, device, inputs, args, name, callback=None, public=None):
+        """Adds operator `op_name`; returns (first output id, instance name).
+        `callback`: a callback operator's dispatcher (ladle._python_function)."""
         if name is None:
             name = f"__{op_name}_{len(self._op_names)}"
             while name in self._op_names:
@@ -604,12 +606,12 @@ class Pipeline:
         elif name in self._op_names:
             raise _ladle.InvalidArgumentError(f"fn.{op_name}: an operator named {name!r} is already in the pipeline")
         try:
-            first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
+            first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name, callback)
         except _ladle.Error as e:
             # The library names the operator by its schema; the user called fn.<name>.
             text = str(e)
             if text.startswith(op_name + ": "):
-                e.args = ("fn." + text,) + e.args[1:]
+                e.args = ((public or "fn." + op_name) + text[len(op_name):],) + e.args[1:]
             raise
         self._op_names.add(name)
         self._op_list.append(op_name)
@@ -702,10 +704,16 @@ class Pipeline:
                     s.restart()
                 raise StopIteration(f"external_source {ended[0].name!r}: its source ran out") from None
             raise
-        except _ladle.Error:  # a failed iteration is used up too
+        except _ladle.Error as e:  # a failed iteration is used up too
             self._ahead = max(0, self._ahead - 1)
             if self._skip:
                 self._log_skips()
+            if self._callback_errors:  # a Python function raised: chain its exception
+                from ._python_function import chain_error
+
+                error = chain_error(e, self._callback_errors)
+                if error is not e:
+                    raise error from error.__cause__
             raise
         self._ahead = max(0, self._ahead - 1)
         if self._skip:

@@ -86,6 +86,10 @@ ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem);
 /* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */
 ladle_status ladle__pipeline_check_process(const ladle_pipeline *p);
 
+/* On the executor, before a deferred node (ladle__node.deferred) first
+ * runs: takes its inputs' descs, now known, and runs its init. */
+ladle_status ladle__node_init_late(ladle_pipeline *p, ladle__node *n);
+
 /* Starts and stops the executor thread (executor.c). */
 ladle_status ladle__executor_start(ladle_pipeline *p);
 void ladle__executor_stop(ladle_pipeline *p);
