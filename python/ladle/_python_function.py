@@ -35,8 +35,10 @@ ladle.Error naming the operator (and sample), chained to the original
 exception, whose traceback Python prints with it.
 """
 
+import atexit
 import itertools
 import threading
+import weakref
 
 import numpy as np
 
@@ -48,6 +50,19 @@ _counter = itertools.count(1)
 _TAG = "[python exception #"
 _KEEP = 64  # exceptions kept for run() to chain; older ones of dropped iterations go
 _state = threading.local()
+# Pipelines with Python functions, closed at exit while their executors can
+# still take the GIL: once the interpreter finalizes, a thread asking for it is
+# ended in place (pthread_exit), which would abort the process.
+_live = weakref.WeakSet()
+
+
+@atexit.register
+def _close_all():
+    for pipe in list(_live):
+        try:
+            pipe.close()
+        except Exception:
+            pass
 
 
 def current_stream():
@@ -103,9 +118,9 @@ class Dispatcher:
         if self.kind == "dlpack":
             return [batch.sample(i).__dlpack__() for i in range(n)]
         if batch.device == "cpu":
-            if self.kind == "torch":
-                import torch
-                return [torch.from_numpy(_readonly(to_numpy(batch.sample(i)))) for i in range(n)]
+            if self.kind == "torch":  # torch has no read-only tensors: these views are writable
+                from .tensors import to_torch_tensor
+                return [to_torch_tensor(batch.sample(i)) for i in range(n)]
             return [_readonly(to_numpy(batch.sample(i))) for i in range(n)]
         name, lib = self._gpu_lib()
         return [lib.from_dlpack(batch.sample(i)) for i in range(n)]
@@ -314,6 +329,7 @@ def add(public, op_name, inputs, function, num_outputs, batch_processing, output
     dispatcher = Dispatcher(public, function, int(num_outputs), batch_processing, device, kind, pipe._callback_errors)
     first, instance = pipe._add_op(op_name, device, inputs, args, name, callback=dispatcher, public=public)
     dispatcher.instance = instance
+    _live.add(pipe)
     if num_outputs == 0:
         return None
     if num_outputs == 1:

@@ -381,8 +381,8 @@ class DataNode(_Arithmetic):
     def __bool__(self):
         raise TypeError(
             "a DataNode has no truth value while the graph is defined: for a per-sample `if`, define the "
-            "pipeline with @pipeline_def(enable_conditionals=True) (and combine conditions with &, | rather than "
-            "and, or, not)"
+            "pipeline with @pipeline_def(enable_conditionals=True), where `and`, `or` and `not` work on DataNodes too "
+            "(or combine conditions with &, |)"
         )
 
 

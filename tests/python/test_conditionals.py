@@ -102,7 +102,7 @@ def test_unsupported_forms_are_explained():
             y = fn.random.uniform()
         return y
 
-    with pytest.raises(ladle.InvalidArgumentError, match="variable 'y' is set in only one branch"):
+    with pytest.raises(ladle.InvalidArgumentError, match="Variable 'y' must also be initialized in the `else` branch"):
         one_branch()
 
     @pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
