@@ -25,9 +25,6 @@ _DALI_IGNORED = frozenset({
     "bytes_per_sample",
     "default_cuda_stream_priority",
     "enable_memory_stats",
-    "py_num_workers",
-    "py_start_method",
-    "py_callback_pickler",
     "output_dtype",
     "output_ndim",
     "exec_dynamic",
@@ -453,6 +450,10 @@ class Pipeline:
         samples are allowed before the pipeline raises LimitError listing
         them: an int, or a float in (0, 1] meaning that fraction of the
         reader's epoch; None (default): no limit.
+      py_num_workers, py_start_method: the worker processes of
+        external_source(parallel=True) sources (DALI's): how many (>= 1),
+        started with "fork" (default) or "spawn" when the pipeline is built
+        (see ladle._parallel).
       enable_conditionals: per-sample `if` on DataNodes in a @pipeline_def
         function (see ladle._conditionals for how and what is supported).
       enable_checkpointing: allow checkpoint() (DALI's argument).
@@ -475,7 +476,8 @@ class Pipeline:
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
                  enable_conditionals=False, enable_checkpointing=False, checkpoint=None, on_error="raise",
-                 max_skipped_samples=None, **kwargs):
+                 max_skipped_samples=None, py_num_workers=1, py_start_method="fork", py_callback_pickler=None,
+                 **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -508,6 +510,15 @@ class Pipeline:
         self._closed = False
         self._op_names = set()
         self._callback_errors = {}  # python_function exceptions by token, until run() raises them
+        self._py_num_workers, self._py_start_method = py_num_workers, py_start_method
+        if py_start_method not in ("fork", "spawn"):
+            raise _ladle.InvalidArgumentError(f"Pipeline: py_start_method={py_start_method!r}: use \"fork\" or "
+                                              "\"spawn\"")
+        if py_callback_pickler is not None:
+            raise _ladle.NotAvailableError("Pipeline: py_callback_pickler is not supported by ladle: with "
+                                           "py_start_method=\"spawn\" sources are pickled with pickle (define them "
+                                           "at module level)")
+        self._workers = None  # the _parallel.WorkerPool of parallel external sources, from build on
         self._readers = []
         self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
@@ -679,8 +690,26 @@ class Pipeline:
 
     # --- running ---------------------------------------------------------
 
+    def _start_workers(self):
+        """Starts the worker processes of parallel external sources."""
+        from . import _parallel
+
+        parallel = [s for s in self._sources.values() if isinstance(s, _parallel.ParallelSource)]
+        if not parallel or self._workers is not None:
+            return
+        n = self._py_num_workers
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise _ladle.InvalidArgumentError(
+                f"Pipeline: external_source {parallel[0].name!r} has parallel=True, which needs py_num_workers >= "
+                f"1; got {n!r}")
+        self._workers = _parallel.WorkerPool(parallel, n, self._py_start_method)
+        for i, s in enumerate(parallel):
+            s.start(self._workers, i)
+
     def build(self):
         """Checks the graph and starts the executor. Optional: run() builds."""
+        if not self._built:
+            self._start_workers()
         self._handle().build()
         if not self._built:
             self._built = True
@@ -809,6 +838,9 @@ class Pipeline:
     def close(self):
         """Stops the pipeline and frees its threads and memory. Idempotent.
         Outputs already returned stay valid."""
+        workers, self._workers = getattr(self, "_workers", None), None
+        if workers is not None:
+            workers.close()
         c, self._c = self._c, None
         self._closed = True
         if c is not None:
