@@ -205,14 +205,24 @@ class WorkerPool:
     # --- scheduling ------------------------------------------------------------
 
     def submit(self, worker, src_index, kind, arg, batch):
+        if self.broken is not None:
+            raise self.broken
         task = next(self.task_ids)
         self.pending[task] = (src_index, batch)
         batch.tasks.append(task)
-        self.conns[worker].send((task, src_index, kind, arg))
+        try:
+            self.conns[worker].send((task, src_index, kind, arg))
+        except OSError:  # the worker is gone
+            self.workers[worker].join(1.0)
+            self._dead(worker)
         return task
 
     def reset(self, worker, src_index):
-        self.conns[worker].send((0, src_index, "reset", None))
+        try:
+            self.conns[worker].send((0, src_index, "reset", None))
+        except OSError:
+            self.workers[worker].join(1.0)
+            self._dead(worker)
 
     def _collect(self, timeout):
         """Receives what is ready (waiting up to `timeout`); raises when a worker died."""

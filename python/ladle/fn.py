@@ -297,10 +297,10 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
 
     parallel=True (DALI's) runs `source` in the pipeline's worker processes
     (Pipeline(py_num_workers=..., py_start_method="fork"|"spawn")), keeping
-    prefetch_queue_depth (default 1) batches in flight; batch then defaults
-    to False (a callable taking a SampleInfo per sample), and batch=True takes
-    a callable of one argument (BatchInfo or index), a re-iterable or a
-    generator function. Results come through shared memory; see
+    prefetch_queue_depth (default 1) batches in flight. batch=False takes a
+    callable of one SampleInfo per sample; batch=True (the default, as DALI
+    2.4 behaves whatever its documentation says) a callable of one argument
+    (BatchInfo or index), a re-iterable or a generator function. Results come through shared memory; see
     ladle._parallel for errors and shutdown. bytes_per_sample_hint (parallel
     only) has no effect: shared memory is sized to each batch.
     """
@@ -308,7 +308,9 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
     if pipe is None:
         raise _ladle.StateError("fn.external_source() must be called inside a pipeline definition")
     if batch is None:
-        batch = not parallel  # as DALI
+        # DALI 2.4's fn.external_source takes batches also with parallel=True (its documentation says
+        # parallel sets batch=False; what it does is what scripts rely on).
+        batch = True
     if parallel:
         _check_parallel_source(source, batch, no_copy, prefetch_queue_depth, bytes_per_sample_hint)
         prefetch_queue_depth = 1 if prefetch_queue_depth is None else int(prefetch_queue_depth)
