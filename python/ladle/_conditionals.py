@@ -357,13 +357,6 @@ _LIBRARIES = frozenset({"ladle", "numpy", "torch", "torchvision", "nvidia", "PIL
 _converted = weakref.WeakKeyDictionary()
 
 
-def do_not_convert(func):
-    """Leaves `func` as written when a pipeline with enable_conditionals calls
-    it (DALI's nvidia.dali.pipeline.do_not_convert)."""
-    func.__ladle_do_not_convert__ = True
-    return func
-
-
 def _call(func):
     """What a call in a converted function calls: `func` converted, when it is
     a plain function of the user's; `func` itself otherwise."""

@@ -881,6 +881,18 @@ def _parse_checkpoint(text):
     return state
 
 
+def do_not_convert(func=None):
+    """Leaves `func` as written when a pipeline with enable_conditionals=True
+    calls it (DALI's nvidia.dali.pipeline.do_not_convert): functions a
+    pipeline function calls are otherwise rewritten too, as DALI's AutoGraph
+    rewrites them. Use it bare or with parentheses."""
+    def mark(f):
+        f.__ladle_do_not_convert__ = True
+        return f
+
+    return mark if func is None else mark(func)
+
+
 _PIPELINE_ARGS = frozenset(
     name for name in inspect.signature(Pipeline.__init__).parameters if name not in ("self", "kwargs")
 ) | _DALI_IGNORED
