@@ -363,6 +363,17 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
 
 
 external_source.schema = _generated_external_source.schema
+external_source.python_args = dict(
+    {k: None for k in _EXTERNAL_IGNORED},
+    source="The callable, iterable or generator function giving batches (or samples with batch=False).",
+    name="The source's name, for feed_input.",
+    cycle="Restarting an iterable: False, True/\"quiet\" or \"raise\" (DALI's).",
+    batch="True: the source gives batches; False: samples.",
+    batch_info="True: a batch source gets a types.BatchInfo instead of the batch index.",
+    no_copy="True: fed arrays are taken without a copy (they must not change until used).",
+    parallel="True: the source runs in the pipeline's worker processes (py_num_workers).",
+    prefetch_queue_depth="parallel=True: batches computed ahead per source (default 1).",
+    bytes_per_sample_hint="parallel=True: a hint with no effect (shared memory is sized to each batch).")
 
 
 def _check_parallel_source(source, batch, no_copy, depth, hint):
@@ -450,6 +461,9 @@ def _python_function_common_args(kwargs, public):
         raise _ladle.InvalidArgumentError(f"{public}: unknown argument(s): {', '.join(unknown)}")
 
 
+_PYTHON_FUNCTION_ARGS = {"function": "The Python callable (see fn.python_function's doc for what it gets and returns)."}
+python_function.python_args = _PYTHON_FUNCTION_ARGS
+dl_tensor_python_function.python_args = _PYTHON_FUNCTION_ARGS
 current_dali_stream = _python_function.current_stream
 python_function.schema = _generated_python_function.schema
 dl_tensor_python_function.schema = _generated_dl_tensor_python_function.schema
