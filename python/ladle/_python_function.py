@@ -123,6 +123,9 @@ class Dispatcher:
                 return [to_torch_tensor(batch.sample(i)) for i in range(n)]
             return [_readonly(to_numpy(batch.sample(i))) for i in range(n)]
         name, lib = self._gpu_lib()
+        if name == "torch":
+            from .tensors import to_torch_tensor
+            return [to_torch_tensor(batch.sample(i)) for i in range(n)]
         return [lib.from_dlpack(batch.sample(i)) for i in range(n)]
 
     def _sample_array(self, x, k, i):
@@ -182,12 +185,17 @@ class Dispatcher:
         if any(tuple(a.shape) != tuple(arrays[0].shape) for a in arrays):
             raise _Failure(f"output {k}: samples of different shapes; device=\"gpu\" functions return samples of "
                            "one shape in ladle (ragged GPU outputs are not supported yet)")
-        dense = lib.stack(list(arrays)) if name == "torch" else lib.stack(arrays)
+        dense = lib.stack(list(arrays))
+        is_bool = str(dense.dtype) in ("bool", "torch.bool")
         if name == "torch":
             dense = dense.contiguous()
+            if is_bool:  # PyTorch < 2.0 exports no DLPack bool: its bytes, marked bool
+                dense = dense.view(lib.uint8)
         else:
             dense = lib.ascontiguousarray(dense)
-        return _ladle.batch_from_dlpack(dense, stream=stream)
+            if is_bool:
+                dense = dense.view(lib.uint8)
+        return _ladle.batch_from_dlpack(dense, stream=stream or None, as_bool=is_bool)
 
     def _sync(self):
         if self.device != "gpu" or self.kind == "dlpack":
