@@ -56,8 +56,29 @@ _state = threading.local()
 _live = weakref.WeakSet()
 
 
+_deferred = []  # C pipelines whose close was asked for inside a function (see defer_close)
+
+
+def in_function():
+    """Whether this thread is inside a Python function's call (an executor's)."""
+    return getattr(_state, "depth", 0) > 0
+
+
+def defer_close(handle):
+    """A pipeline closed from inside a Python function (garbage collection
+    can run there) cannot be stopped on its own executor thread: it is
+    closed by the next close_deferred() outside one, or at exit."""
+    _deferred.append(handle)
+
+
+def close_deferred():
+    while _deferred and not in_function():
+        _deferred.pop().close()
+
+
 @atexit.register
 def _close_all():
+    close_deferred()
     for pipe in list(_live):
         try:
             pipe.close()
@@ -251,6 +272,7 @@ class Dispatcher:
     def __call__(self, inputs, batch_size, stream, iteration):
         self._sample = None
         _state.stream = stream
+        _state.depth = getattr(_state, "depth", 0) + 1
         try:
             return self._run(inputs, batch_size, stream)
         except _Failure as e:
@@ -265,6 +287,7 @@ class Dispatcher:
             return (_INVALID_ARGUMENT, f"{text} {_TAG}{token}]")
         finally:
             _state.stream = 0
+            _state.depth -= 1
             self._sample = None
 
 

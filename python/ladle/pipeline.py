@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import sys
 import threading
 import types as _types
 import warnings
@@ -720,6 +721,10 @@ class Pipeline:
     def run(self):
         """The next iteration: a tuple with one TensorList per output. With
         external sources that have a `source`, StopIteration when one ran out."""
+        if _deferred_closes():
+            from ._python_function import close_deferred
+
+            close_deferred()
         if not self._built:
             self.build()
         else:
@@ -843,8 +848,13 @@ class Pipeline:
             workers.close()
         c, self._c = self._c, None
         self._closed = True
-        if c is not None:
+        from . import _python_function
+
+        if c is not None and _python_function.in_function():
+            _python_function.defer_close(c)  # maybe this pipeline's own executor: stopped from another thread
+        elif c is not None:
             c.close()
+        _python_function.close_deferred()
 
     def __del__(self):
         try:
@@ -856,6 +866,11 @@ class Pipeline:
         state = "closed" if self._closed else "built" if self._built else "defining"
         return (f"<ladle.Pipeline batch_size={self._batch_size} num_threads={self.num_threads} "
                 f"device_id={self._device_id} seed={self._seed} {state}>")
+
+
+def _deferred_closes():
+    mod = sys.modules.get("ladle._python_function")
+    return bool(mod is not None and mod._deferred)
 
 
 def _whole(name, value, low):
