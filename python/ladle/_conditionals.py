@@ -29,8 +29,16 @@ error only when it is read after the ``if`` (DALI's message); Python numbers
 meeting DataNodes (or other numbers) at the join become constants (int ->
 int32, float -> float32, bool -> bool), as DALI promotes them.
 
-Not supported (clear errors): ``return``, ``break`` or ``continue`` inside a
-branch of an ``if`` on a DataNode, and ``while`` on a DataNode.
+Early returns (``if c: return a`` then more code) work as in DALI: the code
+after an ``if`` whose branch always returns moves into its other branch, and
+the returns become one variable returned after the ``if`` (ladle also takes
+chains that DALI 2.4 refuses). Functions the pipeline function calls are
+converted too, unless marked with ladle.pipeline.do_not_convert or they
+belong to ladle, NumPy, torch or the standard library.
+
+Not supported (clear errors): ``return`` inside a loop, ``break`` or
+``continue`` inside a branch of an ``if`` on a DataNode, and ``while`` on a
+DataNode.
 """
 
 import ast
@@ -177,6 +185,111 @@ def _not(a):
     return fn._conditional.not_(a)
 
 
+# --- early returns: `if c: return a` followed by more code -----------------------
+# As DALI's AutoGraph does, the statements after an `if` whose branch always
+# returns move into its other branch, and the returns inside become
+# assignments to one variable returned after the `if`, so the `if` can be
+# joined sample by sample. Returns inside loops are left as they are.
+
+_RETURN = "__ladle_return"
+
+
+def _returns(stmts):
+    """Whether a return is among stmts (not in nested functions or loops)."""
+    for s in stmts:
+        for n in _walk_block(s):
+            if isinstance(n, ast.Return):
+                return True
+    return False
+
+
+def _walk_block(node):
+    yield node
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.For, ast.While,
+                         ast.AsyncFor)):
+        return
+    for child in ast.iter_child_nodes(node):
+        yield from _walk_block(child)
+
+
+def _loop_returns(stmts):
+    """Whether a return sits in a loop of stmts (then nothing is restructured)."""
+    for s in stmts:
+        for n in ast.walk(s):
+            if isinstance(n, (ast.For, ast.While, ast.AsyncFor)) and any(
+                    isinstance(m, ast.Return) for b in (n.body, n.orelse) for x in b for m in _walk_block(x)):
+                return True
+    return False
+
+
+def _always_returns(stmts):
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, ast.Return):
+        return True
+    return isinstance(last, ast.If) and _always_returns(last.body) and _always_returns(last.orelse)
+
+
+def _end(node):
+    ends = [(n.end_lineno, n.end_col_offset) for n in ast.walk(node) if getattr(n, "end_lineno", None) is not None]
+    return max(ends)
+
+
+def _single_exit(stmts):
+    """stmts with the code after an early-returning `if` moved into its other branch."""
+    out = []
+    for i, s in enumerate(stmts):
+        if isinstance(s, ast.If) and _returns([s]):
+            body, orelse, rest = _single_exit(s.body), _single_exit(s.orelse), stmts[i + 1:]
+            if _always_returns(body) and not _always_returns(orelse):
+                orelse = _single_exit(orelse + rest)
+            elif _always_returns(orelse) and not _always_returns(body):
+                body = _single_exit(body + rest)
+            elif not (_always_returns(body) and _always_returns(orelse)):
+                return out + stmts[i:]  # a return on some paths only: left as written
+            new = ast.copy_location(ast.If(s.test, body, orelse), s)
+            new.end_lineno, new.end_col_offset = _end(new)
+            return out + [new]  # what followed is in the branches now (or was unreachable)
+        out.append(s)
+    return out
+
+
+def _assign_returns(stmts):
+    """The returns of an `if` tree as assignments to _RETURN."""
+    out = []
+    for s in stmts:
+        if isinstance(s, ast.Return):
+            value = s.value if s.value is not None else ast.Constant(None)
+            out.append(ast.copy_location(ast.Assign([ast.Name(_RETURN, ast.Store())], value), s))
+        elif isinstance(s, ast.If):
+            s.body, s.orelse = _assign_returns(s.body), _assign_returns(s.orelse)
+            out.append(s)
+        else:
+            out.append(s)
+    return out
+
+
+class _Returns(ast.NodeTransformer):
+    """Early returns in every function of the tree made single-exit (above)."""
+
+    def visit_FunctionDef(self, node):
+        self.generic_visit(node)
+        if _loop_returns(node.body):
+            return node
+        body = _single_exit(node.body)
+        last = body[-1] if body else None
+        if isinstance(last, ast.If) and _always_returns([last]) and _returns([last]):
+            ret = ast.Return(ast.Name(_RETURN, ast.Load()))
+            ret.lineno = ret.end_lineno = last.end_lineno
+            ret.col_offset = ret.end_col_offset = last.end_col_offset + 1
+            body = body[:-1] + _assign_returns([last]) + [ret]
+        node.body = body
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+
 class _Unsupported(ast.NodeVisitor):
     """Finds return/break/continue/yield that leave a branch (not those of
     nested functions or loops inside it)."""
@@ -314,7 +427,7 @@ class _Rewriter(ast.NodeTransformer):
             return node
         k = self.count
         self.count += 1
-        names = [n for n in _assigned(node.body + node.orelse) if not n.startswith("__ladle")]
+        names = [n for n in _assigned(node.body + node.orelse) if not n.startswith("__ladle_if_")]
         args = ast.arguments(posonlyargs=[], args=[ast.arg(n) for n in names], vararg=None, kwonlyargs=[],
                              kw_defaults=[], kwarg=None, defaults=[])
         ret = ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in names], ast.Load()))
@@ -389,6 +502,8 @@ def convert(func):
     if not isinstance(fdef, (ast.FunctionDef, ast.AsyncFunctionDef)):
         raise _ladle.InvalidArgumentError(f"enable_conditionals: {func.__name__} is not a plain function")
     fdef.decorator_list = []
+    _Returns().visit(fdef)
+    ast.fix_missing_locations(fdef)
     _Rewriter(_loads(fdef)).visit(fdef)
     # Free variables of the original become parameters of a maker function.
     free = list(func.__code__.co_freevars)

@@ -107,8 +107,9 @@ def test_unsupported_forms_are_explained():
 
     @pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
     def returns():
-        if fn.random.coin_flip():
-            return fn.random.uniform()
+        for _ in range(2):  # an early return in a loop (outside loops, early returns are supported)
+            if fn.random.coin_flip():
+                return fn.random.uniform()
         return fn.random.uniform()
 
     with pytest.raises(ladle.InvalidArgumentError, match="`return` on a DataNode condition is not supported"):

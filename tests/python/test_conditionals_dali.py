@@ -137,7 +137,48 @@ def set_in_one_branch_unused(f, x):
     return x
 
 
-@pytest.mark.parametrize("body", [logical_and, logical_or, logical_not, chained, python_left, condition_with_logic,
+def early_return(f, x):
+    if x > 3:
+        return x * 2
+    y = x + 1
+    return y
+
+
+def early_returns_in_a_chain(f, x):
+    # DALI 2.4 refuses this one ("The `else` branch must also have a return statement"); ladle moves the
+    # code after each returning branch into the other branch, as for the simpler form above.
+    if x > 3:
+        return x * 2
+    y = x + 1
+    if y == 2:
+        return y * 100
+    elif y == 3:
+        return y - 1
+    return y
+
+
+def test_early_returns_in_a_chain_against_python():
+    out = run("ladle", early_returns_in_a_chain, iterations=1)[0][0]
+    python = [k * 2 if k > 3 else ((k + 1) * 100 if k + 1 == 2 else (k if k + 1 == 3 else k + 1)) for k in range(N)]
+    assert [int(v) for v in out] == python
+
+
+def helper_with_returns(f, x):
+    def inner(v):
+        if v > 2:
+            return v + 100
+        return v
+    return inner(x) + inner(x * 0)
+
+
+def loop_over_python_range(f, x):
+    for i in range(3):
+        if x > i:
+            x = x + 10
+    return x
+
+
+@pytest.mark.parametrize("body", [early_return, helper_with_returns, loop_over_python_range, logical_and, logical_or, logical_not, chained, python_left, condition_with_logic,
                                   nested, calls_a_helper, number_joins, set_in_one_branch_unused],
                          ids=lambda b: b.__name__)
 def test_same_as_dali(body):
