@@ -119,6 +119,7 @@ class Dispatcher:
         self.batch_processing, self.device, self.kind = bool(batch_processing), device, kind
         self.errors = errors  # shared with the Pipeline (never the Pipeline itself: no cycle through C)
         self.instance = None
+        self.device_id = 0
 
     # --- conversions -----------------------------------------------------------------
 
@@ -269,12 +270,23 @@ class Dispatcher:
         self._sync()
         return [self._to_batch(out, k, stream) for k, out in enumerate(outputs)]
 
+    def _on_device(self):
+        """The pipeline's GPU as the current device of the array library (the executor's thread is not the
+        one that made the pipeline)."""
+        import contextlib
+
+        if self.device != "gpu" or self.kind == "dlpack":
+            return contextlib.nullcontext()
+        name, lib = self._gpu_lib()
+        return lib.cuda.device(self.device_id) if name == "torch" else lib.cuda.Device(self.device_id)
+
     def __call__(self, inputs, batch_size, stream, iteration):
         self._sample = None
         _state.stream = stream
         _state.depth = getattr(_state, "depth", 0) + 1
         try:
-            return self._run(inputs, batch_size, stream)
+            with self._on_device():
+                return self._run(inputs, batch_size, stream)
         except _Failure as e:
             return (_INVALID_ARGUMENT, str(e))
         except BaseException as e:  # the function's own error: kept for run() to chain
@@ -360,6 +372,7 @@ def add(public, op_name, inputs, function, num_outputs, batch_processing, output
     dispatcher = Dispatcher(public, function, int(num_outputs), batch_processing, device, kind, pipe._callback_errors)
     first, instance = pipe._add_op(op_name, device, inputs, args, name, callback=dispatcher, public=public)
     dispatcher.instance = instance
+    dispatcher.device_id = max(0, pipe.device_id)
     _live.add(pipe)
     if num_outputs == 0:
         return None

@@ -457,3 +457,14 @@ q.run()  # closes what was left to close
 print("ok")
 """)
     assert r.returncode == 0 and "ok" in r.stdout, r.stderr
+
+
+@pytest.mark.parametrize("flags", [{}, {"exec_async": False, "exec_pipelined": False}])
+def test_any_executor_flags(flags):
+    # DALI < 1.x asked for exec_async=False, exec_pipelined=False with Python functions; DALI 2.4 and ladle
+    # take either.
+    def graph(f, x):
+        return f.python_function(x, function=lambda a: a - 1)
+
+    (out,) = both(graph, **flags)
+    np.testing.assert_array_equal(out[0], ragged(0)[0] - 1)
