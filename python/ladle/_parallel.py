@@ -371,8 +371,9 @@ class ParallelSource:
         if self.exhausted:
             return None
         self._schedule()
-        b = self.scheduled.popleft()
-        self.pool.wait(b)
+        b = self.scheduled[0]
+        self.pool.wait(b)  # (Ctrl-C here leaves the batch scheduled for the next call)
+        self.scheduled.popleft()
         arrays = []
         for task in b.tasks:
             status, payload = b.results[task]
