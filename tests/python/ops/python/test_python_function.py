@@ -468,3 +468,27 @@ def test_any_executor_flags(flags):
 
     (out,) = both(graph, **flags)
     np.testing.assert_array_equal(out[0], ragged(0)[0] - 1)
+
+
+def test_inside_a_conditional_pipeline():
+    # The pipeline function's rewrite reaches the functions defined in it; on NumPy values their ifs, and/or
+    # stay Python's.
+    @pipeline_def(batch_size=BATCH, num_threads=1, enable_conditionals=True)
+    def pipe():
+        x = fn.external_source(source=ragged, batch=True)
+
+        def f(a):
+            if a.sum() > 100 and not a.min() < 0:
+                return a * 0
+            return a
+
+        y = fn.python_function(x, function=f)
+        if fn.random.coin_flip(probability=1.0):
+            y = y + 1
+        return y
+
+    p = pipe()
+    (out,) = p.run()
+    for k, a in enumerate(ragged(0)):
+        np.testing.assert_array_equal(np.array(out.at(k)), (a * 0 if a.sum() > 100 else a) + 1)
+    p.close()
