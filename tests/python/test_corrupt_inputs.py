@@ -121,6 +121,18 @@ def test_truncated_png(tmp_path):
     check_bad_file(tmp_path, bad, ladle.CorruptDataError)
 
 
+@pytest.mark.parametrize("interlace", [False, True])
+def test_png_palette_index_past_the_palette(tmp_path, interlace):
+    # libpng would decode indices 4..9 as black and warn only at the file's end.
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
+    from make_test_images import write_png
+    indices = (np.arange(48 * 64).reshape(48, 64, 1) % 10).astype(np.uint8)
+    bad = str(tmp_path / "palette.png")
+    write_png(bad, indices, 3, 8, interlace=interlace, palette=[[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255]])
+    check_bad_file(tmp_path, bad, ladle.CorruptDataError, "palette index [4-9] in row [0-9]+ past the palette's 4 entries")
+
+
 def test_text_file_named_jpg(tmp_path):
     bad = write(tmp_path / "notes.jpg", b"This is a text file, not an image.\n")
     check_bad_file(tmp_path, bad, ladle.UnsupportedError, "not a JPEG or PNG")
