@@ -131,12 +131,14 @@ static PyObject *pipeline_close(PipelineObject *self, PyObject *unused) {
 
 
 static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", NULL};
+  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", "callback", NULL};
   const char *op_name, *device, *instance_name = NULL;
-  PyObject *inputs_obj, *args_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|Oz:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
-                                   &instance_name))
+  PyObject *inputs_obj, *args_obj = Py_None, *callback = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|OzO:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
+                                   &instance_name, &callback))
     return NULL;
+  if (callback != Py_None && !PyCallable_Check(callback))
+    return PyErr_Format(PyExc_TypeError, "add_op: callback must be callable");
   if (pipeline_ready(self) < 0) return NULL;
   const ladle_op_schema *op = ladle_op_find(op_name);
   if (!op) return ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
@@ -186,8 +188,15 @@ static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject 
   /* Adding checks arguments and never blocks: the GIL stays, which also
    * keeps the strings that cargs point into unchanged. */
   int first = -1;
-  ladle_status st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
-                                          (int)num_args, instance_name, &first);
+  ladle_status st;
+  if (callback != Py_None) { /* python_function: the library releases the callback, also on failure */
+    ladle_callback cb = ladle__py_callback(callback);
+    st = ladle_pipeline_add_callback_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
+                                        (int)num_args, instance_name, &cb, &first);
+  } else {
+    st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs, (int)num_args,
+                               instance_name, &first);
+  }
   if (st != LADLE_OK) {
     ladle__py_raise_status(st);
     goto done;
