@@ -271,6 +271,10 @@ typedef struct ladle_arg_schema {
 #define LADLE_OP_MOVES_DATA 4u  /* only moves data between devices (.gpu()): takes no random stream */
 #define LADLE_OP_EXTERNAL 8u    /* its batches are fed by the application (external_source) */
 #define LADLE_OP_STATEFUL 16u   /* keeps state across iterations beyond its position (none today) */
+#define LADLE_OP_EPILOGUE 32u   /* on the GPU, can run per output pixel inside the kernel of the operator before
+                                   it (crop_mirror_normalize after resize), when that one accepts it */
+#define LADLE_OP_ACCEPTS_EPILOGUE 64u /* its GPU kernel can apply the operator after it (one flagged
+                                         LADLE_OP_EPILOGUE, its output's only reader) per output pixel */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {

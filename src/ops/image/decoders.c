@@ -211,6 +211,14 @@ static ladle_status decoder_init(ladle__node *n, ladle__decoder_window window) {
 
 static ladle_status image_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_WHOLE); }
 static ladle_status image_random_crop_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_RANDOM_CROP); }
+/* The planner's hint (its only reader resizes to a fixed size): decode at a
+ * reduced DCT scale, never below that size. */
+static void random_crop_allow_smaller(ladle__node *n, int min_width, int min_height) {
+  ladle__decoder_state *d = n->state;
+  d->min_width = min_width;
+  d->min_height = min_height;
+}
+
 static ladle_status image_crop_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_CROP); }
 static ladle_status image_slice_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_SLICE); }
 
@@ -295,6 +303,7 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
+    .allow_smaller_output = random_crop_allow_smaller,
 };
 
 const ladle__op_def ladle__op_decoders_image_crop = {

@@ -223,3 +223,4 @@ def test_slice_integer_anchor_inputs_are_absolute():
     ours, dali = run_both(lambda fn, types, x, a, s: fn.slice(x, a, s), feeds, batch_size=1)
     np.testing.assert_array_equal(ours[0], img[5:35, 3:23])
     np.testing.assert_array_equal(ours[0], dali[0])
+
