@@ -273,6 +273,10 @@ typedef struct ladle_arg_schema {
 #define LADLE_OP_STATEFUL 16u   /* keeps state across iterations beyond its position (none today) */
 #define LADLE_OP_CALLBACK 32u   /* its work is the application's function (python_function): added with
                                    ladle_pipeline_add_callback_op */
+#define LADLE_OP_EPILOGUE 64u   /* on the GPU, can run per output pixel inside the kernel of the operator before
+                                   it (crop_mirror_normalize after resize), when that one accepts it */
+#define LADLE_OP_ACCEPTS_EPILOGUE 128u /* its GPU kernel can apply the operator after it (one flagged
+                                          LADLE_OP_EPILOGUE, its output's only reader) per output pixel */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {

@@ -268,8 +268,8 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       st = run_pass(&ps);
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
-    } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
-      st = n->def->run_batch(n, gpu);
+    } else if (!n->fused_into) { /* a fused node runs inside its consumer's turn, in one kernel with it */
+      st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, gpu) : n->def->run_batch(n, gpu);
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
         goto done;

@@ -54,7 +54,8 @@ def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
         assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args"}
-        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback"}
+        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback", "epilogue",
+                                   "accepts_epilogue"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
         if s["num_outputs"] < 0:  # one output per element of a list argument, or as many as an int one says
             kind = s["args"][-1 - s["num_outputs"]]["type"]

@@ -305,7 +305,8 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     const char *name;
   } flag_bits[] = {{LADLE_OP_RANDOM, "random"}, {LADLE_OP_READER, "reader"}, {LADLE_OP_MOVES_DATA, "moves_data"},
                    {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"},
-                   {LADLE_OP_CALLBACK, "callback"}};
+                   {LADLE_OP_CALLBACK, "callback"}, {LADLE_OP_EPILOGUE, "epilogue"},
+                   {LADLE_OP_ACCEPTS_EPILOGUE, "accepts_epilogue"}};
   for (size_t k = 0; k < sizeof flag_bits / sizeof flag_bits[0]; k++) {
     if (!(s->flags & flag_bits[k].bit)) continue;
     PyObject *name = PyUnicode_FromString(flag_bits[k].name);
