@@ -38,8 +38,8 @@ enum { POLICY_ERROR, POLICY_TRIM, POLICY_PAD };
 static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_FILE_ROOT] = {LADLE_OPTIONAL_ARG("file_root", LADLE_ARG_STRING),
         .doc = "Folder of .npy files: without file_list and files, the files directly in it and in its immediate "
-               "subfolders whose name matches file_filter, sorted by their path relative to it (a file directly "
-               "in file_root counting as \"./name\"), as DALI lists them. Otherwise the base of relative paths."},
+               "subfolders whose name matches file_filter: the files directly in file_root first, then "
+               "each subfolder's, subfolders and files sorted by name (byte-wise), as DALI lists them. Otherwise the base of relative paths."},
     [ARG_FILE_FILTER] = {LADLE_STRING_ARG("file_filter", "*.npy"),
         .doc = "Glob pattern (fnmatch, case-sensitive) the file names under file_root must match."},
     [ARG_FILE_LIST] = {LADLE_OPTIONAL_ARG("file_list", LADLE_ARG_STRING),
@@ -126,7 +126,17 @@ static ladle_status listing_add(listing *l, const char *dir, const char *name) {
   return LADLE_OK;
 }
 
-static int cmp_names(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
+/* DALI's order: the files directly in the folder ("./name") first, then each
+ * subfolder's in the order of the subfolders' names; by name within one. */
+static int cmp_names(const void *pa, const void *pb) {
+  const char *a = *(char *const *)pa, *b = *(char *const *)pb;
+  int ra = strncmp(a, "./", 2) == 0, rb = strncmp(b, "./", 2) == 0;
+  if (ra != rb) return rb - ra;
+  size_t da = strcspn(a, "/"), db = strcspn(b, "/");
+  int c = strncmp(a, b, da < db ? da : db);
+  if (c || da == db) return c ? c : strcmp(a + da, b + db);
+  return da < db ? -1 : 1;
+}
 
 /* 1: a directory, 0: a regular file, -1: neither (or gone). Links followed. */
 static int entry_kind(const char *dir, const char *name) {
@@ -426,10 +436,10 @@ static ladle_status np_setup(ladle__node *n, ladle__sample *s) {
   int fd = -1;
   ss->index = s->ref->index;
   ladle_status st = open_file(path, 0, &fd);
-  if (st != LADLE_OK) return st;
+  if (st != LADLE_OK) return ladle__wrap_error(st, "readers.numpy");
   st = ladle__npy_read_header(fd, path, &ss->h);
   close(fd);
-  if (st != LADLE_OK) return st;
+  if (st != LADLE_OK) return ladle__wrap_error(st, "readers.numpy");
   if (ss->h.dtype != w->dtype || ss->h.ndim != w->ndim)
     return LADLE_OP_FAIL(n, LADLE_ERROR_CORRUPT_DATA,
                          "%s holds %s with %d dimensions; the first file (%s) holds %s with %d: every file must "
@@ -467,10 +477,11 @@ static ladle_status read_sample(ladle__node *n, ladle__sample *s, uint8_t *dst, 
   }
   int fd = -1;
   ladle_status st = open_file(path, w->o_direct, &fd);
-  if (st != LADLE_OK) return st;
+  if (st != LADLE_OK) return ladle__wrap_error(st, "readers.numpy");
   st = read_range(fd, path, direct ? dst : buf, offset, bytes, aligned);
   close(fd);
-  if (st != LADLE_OK || direct) return st;
+  if (st != LADLE_OK) return ladle__wrap_error(st, "readers.numpy");
+  if (direct) return st;
   ladle__npy_copy_region(dst, buf, &ss->h, ss->start, ss->shape, w->fill);
   return LADLE_OK;
 }
