@@ -82,14 +82,16 @@ static ladle_status parse_descr(const char *d, ladle__npy_header *h) {
   static const struct {
     const char *code;
     ladle_dtype dtype;
-  } codes[] = {{"b1", LADLE_BOOL}, {"?", LADLE_BOOL},     {"u1", LADLE_UINT8},   {"i1", LADLE_INT8},
-               {"u2", LADLE_UINT16}, {"i2", LADLE_INT16}, {"u4", LADLE_UINT32},  {"i4", LADLE_INT32},
-               {"u8", LADLE_UINT64}, {"i8", LADLE_INT64}, {"f2", LADLE_FLOAT16}, {"f4", LADLE_FLOAT32},
-               {"f8", LADLE_FLOAT64}, {"B", LADLE_UINT8}, {"b", LADLE_INT8}};
+    int size;
+  } codes[] = {{"b1", LADLE_BOOL, 1},    {"?", LADLE_BOOL, 1},     {"u1", LADLE_UINT8, 1},   {"i1", LADLE_INT8, 1},
+               {"u2", LADLE_UINT16, 2},  {"i2", LADLE_INT16, 2},   {"u4", LADLE_UINT32, 4},  {"i4", LADLE_INT32, 4},
+               {"u8", LADLE_UINT64, 8},  {"i8", LADLE_INT64, 8},   {"f2", LADLE_FLOAT16, 2}, {"f4", LADLE_FLOAT32, 4},
+               {"f8", LADLE_FLOAT64, 8}, {"B", LADLE_UINT8, 1},    {"b", LADLE_INT8, 1}};
   for (size_t k = 0; k < sizeof codes / sizeof codes[0]; k++)
     if (strcmp(s, codes[k].code) == 0) {
       h->dtype = codes[k].dtype;
-      h->swap = order == '>' && ladle_dtype_size(h->dtype) > 1;
+      h->elem_size = codes[k].size;
+      h->swap = order == '>' && h->elem_size > 1;
       return LADLE_OK;
     }
   return LADLE_FAIL(LADLE_ERROR_CORRUPT_DATA,
@@ -162,13 +164,17 @@ ladle_status ladle__npy_parse(const uint8_t *data, size_t size, ladle__npy_heade
                       !have_descr ? "descr" : !have_order ? "fortran_order" : "shape");
   ladle_status st = parse_descr(descr, h);
   if (st != LADLE_OK) return st;
-  int64_t bytes = (int64_t)ladle_dtype_size(h->dtype);
+  /* The product of the nonzero dimensions must fit too: strides are taken
+   * of every dimension, even in an empty array. */
+  int64_t bytes = h->elem_size;
+  int empty = 0;
   for (int d = 0; d < h->ndim; d++) {
+    empty |= h->shape[d] == 0;
     if (h->shape[d] && bytes > INT64_MAX / 2 / h->shape[d])
       return LADLE_FAIL(LADLE_ERROR_CORRUPT_DATA, "the .npy shape's byte count overflows");
-    bytes *= h->shape[d];
+    if (h->shape[d]) bytes *= h->shape[d];
   }
-  h->data_bytes = bytes;
+  h->data_bytes = empty ? 0 : bytes;
   return LADLE_OK;
 }
 
@@ -220,7 +226,7 @@ static void strides_of(const ladle__npy_header *h, int64_t *strides) {
 void ladle__npy_slab(const ladle__npy_header *h, const int64_t *start, const int64_t *shape, int64_t *offset,
                      int64_t *bytes) {
   int64_t strides[LADLE_MAX_NDIM];
-  int64_t es = (int64_t)ladle_dtype_size(h->dtype);
+  int64_t es = h->elem_size;
   *offset = h->data_offset;
   *bytes = 0;
   if (h->ndim == 0) {
@@ -295,7 +301,7 @@ static uint8_t *copy_dim(const region *r, int d, uint8_t *dst, const uint8_t *sr
 
 void ladle__npy_copy_region(uint8_t *dst, const uint8_t *src, const ladle__npy_header *h, const int64_t *start,
                             const int64_t *shape, const void *fill) {
-  region r = {.h = h, .start = start, .shape = shape, .es = ladle_dtype_size(h->dtype), .fill = fill};
+  region r = {.h = h, .start = start, .shape = shape, .es = (size_t)h->elem_size, .fill = fill};
   if (h->ndim == 0) {
     copy_elem(dst, src, r.es, h->swap);
     return;

@@ -33,6 +33,7 @@
 
 typedef struct ladle__npy_header {
   ladle_dtype dtype;
+  int elem_size;     /* bytes per element */
   int swap;          /* 1: the data is big-endian (element size > 1): bytes are swapped when copied */
   int fortran_order; /* 1: the first axis varies fastest */
   int ndim;          /* 0 for a scalar */
