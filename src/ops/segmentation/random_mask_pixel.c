@@ -3,7 +3,7 @@
 #include <math.h>
 
 #include "ops/op.h"
-#include "ops/segmentation/seg_common.h"
+#include "ops/kernels/dtype.h"
 
 enum { ARG_VALUE, ARG_THRESHOLD, ARG_FOREGROUND, ARG_COUNT };
 
@@ -36,7 +36,8 @@ static ladle_status rmp_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-static int is_fg(double v, int by_value, double value, double threshold) {
+static int is_fg(const ladle__tensor *in, int64_t i, int by_value, double value, double threshold) {
+  double v = ladle__load_as_f64(in->data, (size_t)i, in->dtype);
   return by_value ? v == value : v > threshold;
 }
 
@@ -53,11 +54,11 @@ static ladle_status rmp_run(ladle__node *n, ladle__sample *s) {
   int64_t pick = -1;
   if (fg) {
     int64_t count = 0;
-    for (int64_t i = 0; i < total; i++) count += is_fg(ladle__seg_elem(in.data, in.dtype, i), by_value, value, threshold);
+    for (int64_t i = 0; i < total; i++) count += is_fg(&in, i, by_value, value, threshold);
     if (count) {
       int64_t k = (int64_t)ladle__rng_below(&rng, (uint64_t)count);
       for (int64_t i = 0; pick < 0; i++)
-        if (is_fg(ladle__seg_elem(in.data, in.dtype, i), by_value, value, threshold) && k-- == 0) pick = i;
+        if (is_fg(&in, i, by_value, value, threshold) && k-- == 0) pick = i;
     }
   }
   if (pick < 0) pick = (int64_t)ladle__rng_below(&rng, (uint64_t)total);

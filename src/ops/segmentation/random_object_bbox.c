@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ops/op.h"
-#include "ops/segmentation/seg_common.h"
+#include "ops/kernels/dtype.h"
 #include "ops/tensor/tensor_args.h"
 
 enum {
@@ -66,7 +66,8 @@ static ladle_status rob_init(ladle__node *n) {
                  ladle__arg_int(n, NULL, ARG_OUTPUT_CLASS)))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "argument 'ignore_class' is exclusive with 'classes', 'class_weights' and 'output_class'");
-  if (!ladle__seg_is_integer(n->in[0].dtype))
+  ladle_dtype t = n->in[0].dtype;
+  if (t == LADLE_FLOAT16 || t == LADLE_FLOAT32 || t == LADLE_FLOAT64)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be a label map of integers, not %s",
                          ladle_dtype_name(n->in[0].dtype));
   if (n->in[0].ndim < 1)
@@ -147,11 +148,11 @@ static ladle_status find_blobs(ladle__node *n, ladle__sample *s, ladle__tensor i
   /* Union-find whose roots are each blob's first pixel: a pixel joins the
    * blobs of its predecessors along each axis that share its label. */
   for (int64_t i = 0; i < total; i++) {
-    int64_t l = ladle__seg_label(in.data, in.dtype, i);
+    int64_t l = ladle__load_i64(in.data, (size_t)(i), in.dtype);
     parent[i] = i;
     if (l != background)
       for (int d = 0; d < ndim; d++) {
-        if (!coord[d] || ladle__seg_label(in.data, in.dtype, i - stride[d]) != l) continue;
+        if (!coord[d] || ladle__load_i64(in.data, (size_t)(i - stride[d]), in.dtype) != l) continue;
         int64_t a = i, b = i - stride[d];
         while (parent[a] != a) a = parent[a] = parent[parent[a]];
         while (parent[b] != b) b = parent[b] = parent[parent[b]];
@@ -165,7 +166,7 @@ static ladle_status find_blobs(ladle__node *n, ladle__sample *s, ladle__tensor i
   memset(coord, 0, sizeof coord);
   out->count = 0;
   for (int64_t i = 0; i < total; i++) {
-    int64_t l = ladle__seg_label(in.data, in.dtype, i);
+    int64_t l = ladle__load_i64(in.data, (size_t)(i), in.dtype);
     if (l != background) {
       int64_t k;
       if (parent[i] == i) {

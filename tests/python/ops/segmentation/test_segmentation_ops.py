@@ -176,6 +176,24 @@ def test_random_object_bbox_boxes_are_blobs_and_classes_are_uniform():
         assert all(abs(c - n / len(classes)) < 6 * sigma for c in seen.values()), seen
 
 
+@pytest.mark.parametrize("shape", [(20, 23), (6, 7, 8), (50,)])
+def test_random_object_bbox_random_maps_give_reference_blobs(shape):
+    """On random label maps (2-D, 3-D, 1-D), every box returned is the box of a blob the breadth-first search
+    finds, of the class returned; k_largest=1 with ignore_class gives the largest box."""
+    for seed in range(5):
+        m = label_map(seed, shape, labels=4)
+        ref = blobs(m)
+        got = run_ladle(lambda x: fn.segmentation.random_object_bbox(x, format="start_end", output_class=True),
+                        {"x": [m] * 50}, 50)
+        for lo, hi, cls in zip(*got):
+            assert (int(cls), lo.tolist(), hi.tolist()) in [(b[0], b[1], b[2]) for b in ref]
+        largest = max(int(np.prod(np.subtract(b[2], b[1]))) for b in ref)
+        got = run_ladle(lambda x: fn.segmentation.random_object_bbox(x, format="box", ignore_class=True, k_largest=1),
+                        {"x": [m] * 10}, 10)[0]
+        for b in got:
+            assert int(np.prod(b[len(shape):] - b[:len(shape)])) == largest
+
+
 def test_random_object_bbox_connectivity_is_along_axes_only():
     d = np.zeros((5, 5), np.uint8)
     d[1, 1] = d[2, 2] = d[3, 1] = d[1, 3] = 1  # diagonal neighbours only: four blobs
