@@ -263,6 +263,9 @@ typedef struct ladle_arg_schema {
   int no_effect;             /* 1: accepted for DALI scripts and cannot change results here (a memory or
                                 speed hint); the doc says why */
   const char *doc;
+  int adds_outputs;          /* > 0: a bool argument that, when true, adds this many outputs after the
+                                operator's num_outputs and those added by earlier arguments (readers.coco's
+                                polygon_masks, image_ids) */
 } ladle_arg_schema;
 
 /* What an operator is, as bits (ladle_op_schema.flags). */
@@ -278,7 +281,8 @@ typedef struct ladle_op_schema {
   const char *doc;
   int min_inputs, max_inputs;
   int num_outputs;       /* < 0: one output per element of the list argument
-                            args[-1 - num_outputs] (readers.webdataset's ext) */
+                            args[-1 - num_outputs] (readers.webdataset's ext); bool arguments with
+                            adds_outputs may add more */
   unsigned devices;      /* LADLE_ON_* bits */
   unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
@@ -477,6 +481,8 @@ typedef struct ladle_reader_meta {
   int shard_id;
   int pad_last_batch;
   int stick_to_shard;
+  int64_t index_bytes;       /* host memory the reader's index of its data set holds (readers.coco's
+                                annotations); 0 where a reader does not report it */
 } ladle_reader_meta;
 
 /** The metadata of the reader named `reader_name`. */

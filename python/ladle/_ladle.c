@@ -881,11 +881,12 @@ static PyObject *arg_schema_to_dict(const ladle_arg_schema *a) {
   PyObject *choices = strings_to_py(a->choices);
   PyObject *d = NULL;
   if (def && lo && hi && choices)
-    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "name", a->name, "type",
+    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:i}", "name", a->name, "type",
                       ladle_arg_type_name(a->type), "type_id", (int)a->type, "required", a->required ? Py_True : Py_False,
                       "has_default", has_default ? Py_True : Py_False, "default", def, "per_sample",
                       a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "choices", choices, "no_effect",
-                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "");
+                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "", "adds_outputs",
+                      a->adds_outputs);
   Py_XDECREF(def);
   Py_XDECREF(lo);
   Py_XDECREF(hi);
@@ -1359,10 +1360,11 @@ static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   Py_END_ALLOW_THREADS
   self->busy = 0;
   if (st != LADLE_OK) return raise_status(st);
-  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
+  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O,s:L}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
                        (long long)meta.epoch_size_padded, "number_of_shards", meta.number_of_shards, "shard_id",
                        meta.shard_id, "pad_last_batch", meta.pad_last_batch ? Py_True : Py_False,
-                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False);
+                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False, "index_bytes",
+                       (long long)meta.index_bytes);
 }
 
 static PyObject *pipeline_get_position(PipelineObject *self, PyObject *unused) {

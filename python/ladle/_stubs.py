@@ -88,6 +88,8 @@ def _fn_returns(schema, function):
     if getattr(function, "__name__", "") == "tfrecord" and function.__module__.startswith("ladle.fn"):
         return "Dict[str, DataNode]"
     n = schema["num_outputs"]
+    if any(a.get("adds_outputs", 0) > 0 for a in schema["args"]):
+        return "Tuple[DataNode, ...]"  # more outputs with some bool arguments (readers.coco)
     if n == 1:
         return "DataNode"
     if n > 1:
