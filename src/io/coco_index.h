@@ -24,7 +24,9 @@
  * an odd number of coordinates or fewer than 3 points, an RLE whose size is
  * not the image's or whose counts overrun it. DALI 2.4 drops annotations of
  * unknown images and gives label 0 to unknown categories without a word,
- * and reads past the end of odd polygons; ladle refuses such files.
+ * and reads past the end of odd polygons; ladle refuses such files. DALI
+ * also mixes up images that share a file_name; here each "images" entry is
+ * its own sample.
  *
  * Thread safety: immutable after build; every accessor may be called from
  * any thread at once. */

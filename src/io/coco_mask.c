@@ -11,7 +11,7 @@
 
 /* Boundary points a polygon may produce before it is refused (coordinates
  * far outside any image). */
-#define MAX_BOUNDARY_POINTS ((int64_t)1 << 26)
+#define MAX_BOUNDARY_POINTS ((int64_t)1 << 24)
 
 ladle_status ladle__coco_rle_from_string(const char *s, size_t len, uint32_t **counts, int32_t *num_counts) {
   ladle_status st = LADLE_OK;

@@ -46,7 +46,10 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_PIXELWISE_MASKS] = {LADLE_BOOL_ARG("pixelwise_masks", 0), .adds_outputs = 1,
         .doc = "One more output: int32 [H, W, 1] (HWC), each pixel the largest label among the annotations whose "
                "segmentation (polygons, rasterized as pycocotools does, or RLE, plain or compressed) covers it, "
-               "else 0. Not with polygon_masks."},
+               "else 0. Not with polygon_masks. DALI 2.4 agrees except in cases its code gets wrong: it keeps only "
+               "the last RLE of a label, and none of a label that also has polygons; its mask is all zeros when "
+               "the image's smallest label has no segmentation; in the image's last run of pixels (column-major, "
+               "ending at the bottom-right corner) the smaller of two overlapping labels wins."},
     [ARG_IMAGE_IDS] = {LADLE_BOOL_ARG("image_ids", 0), .adds_outputs = 1,
         .doc = "One more output, last: the image's id (int32 [1])."},
     [ARG_SAVE_IMG_IDS] = {LADLE_BOOL_ARG("save_img_ids", 0), .adds_outputs = 1,

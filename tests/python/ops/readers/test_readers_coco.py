@@ -440,3 +440,30 @@ def test_dynamic_reader(tmp_path, dataset):
         np.testing.assert_array_equal(np.asarray(labels), e[2])
         assert np.asarray(ids).tolist() == [e[5]]
     reader.close()
+
+
+def test_masks_union_of_a_labels_rle_and_polygons(tmp_path):
+    """ladle draws every segmentation of a label (DALI 2.4 keeps only the
+    last RLE of a label, and none when the label also has polygons)."""
+    rle = np.zeros((10, 20), np.uint8)
+    rle[0:3, 15:20] = 1
+
+    def mutate(d):
+        d["annotations"].append({"id": 43, "image_id": 1, "category_id": 1, "bbox": [15, 0, 5, 3], "iscrowd": 1,
+                                 "segmentation": {"counts": rle_of(rle), "size": [10, 20]}})
+        d["annotations"][0]["segmentation"] = [[1, 1, 6, 1, 6, 6, 1, 6]]
+
+    got = tiny(tmp_path, mutate, pixelwise_masks=True)
+    want = rle.astype(np.int32)
+    want[1:6, 1:6] = 1
+    np.testing.assert_array_equal(got[3][0][:, :, 0], want)
+
+
+def test_images_sharing_a_file_are_separate_samples(tmp_path):
+    def mutate(d):
+        d["images"].append({"id": 2, "file_name": "a.jpg", "width": 20, "height": 10})
+        d["annotations"].append({"id": 50, "image_id": 2, "category_id": 1, "bbox": [2, 2, 3, 3]})
+
+    got = tiny(tmp_path, mutate, image_ids=True)
+    assert [i.tolist() for i in got[3]] == [[1], [2]]
+    assert got[1][0].tolist() == [[1, 1, 5, 5]] and got[1][1].tolist() == [[2, 2, 3, 3]]
