@@ -412,6 +412,23 @@ class ThreadPool:
         return self._c.num_threads
 
 
+def _os_string(s):
+    """A str that is not valid UTF-8 text (a file name os.listdir decoded with
+    surrogateescape) as the bytes the file system has; the library takes both."""
+    if isinstance(s, str):
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            return os.fsencode(s)
+    return s
+
+
+def _os_strings(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_os_string(v) for v in value)
+    return _os_string(value)
+
+
 class Pipeline:
     """A graph of operators, built once and run many times (DALI's Pipeline).
 
@@ -603,6 +620,7 @@ class Pipeline:
                 name += "_"
         elif name in self._op_names:
             raise _ladle.InvalidArgumentError(f"fn.{op_name}: an operator named {name!r} is already in the pipeline")
+        args = [(k, _os_strings(v)) for k, v in args] if isinstance(args, list) else args
         try:
             first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
         except _ladle.Error as e:
