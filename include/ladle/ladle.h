@@ -263,6 +263,9 @@ typedef struct ladle_arg_schema {
   int no_effect;             /* 1: accepted for DALI scripts and cannot change results here (a memory or
                                 speed hint); the doc says why */
   const char *doc;
+  int adds_outputs;          /* > 0: a bool argument that, when true, adds this many outputs after the
+                                operator's num_outputs and those added by earlier arguments (readers.coco's
+                                polygon_masks, image_ids) */
 } ladle_arg_schema;
 
 /* What an operator is, as bits (ladle_op_schema.flags). */
@@ -284,17 +287,16 @@ typedef struct ladle_op_schema {
   const char *doc;
   int min_inputs, max_inputs;
   int num_outputs;       /* < 0: one output per element of the list argument
-                            args[-1 - num_outputs] (readers.webdataset's ext) */
+                            args[-1 - num_outputs] (readers.webdataset's ext); bool arguments with
+                            adds_outputs may add more */
   unsigned devices;      /* LADLE_ON_* bits */
   unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
   const ladle_arg_schema *args;
   /* Outputs after the num_outputs fixed ones, as DALI adds them: one per input
    * given beyond min_inputs when outputs_per_extra_input is 1 (a labels input
-   * gets a labels output), then one when the bool argument
-   * args[output_if_arg - 1] is true (0: none). random_bbox_crop, bbox_rotate. */
+   * gets a labels output), then those of bool arguments with adds_outputs. */
   int outputs_per_extra_input;
-  int output_if_arg;
   /* When the string argument args[one_output_if_arg - 1] is its choice
    * number one_output_choice, the num_outputs fixed outputs are one
    * (random_object_bbox's format="box"); 0: never. */
@@ -532,6 +534,8 @@ typedef struct ladle_reader_meta {
   int shard_id;
   int pad_last_batch;
   int stick_to_shard;
+  int64_t index_bytes;       /* host memory the reader's index of its data set holds (readers.coco's
+                                annotations); 0 where a reader does not report it */
 } ladle_reader_meta;
 
 /** The metadata of the reader named `reader_name`. */

@@ -14,7 +14,7 @@
 #include "io/sampler.h"
 
 #define LADLE_MAX_INPUTS 4
-#define LADLE_MAX_OUTPUTS 4
+#define LADLE_MAX_OUTPUTS 6 /* readers.coco: images, boxes, labels, polygons, vertices, image ids */
 
 typedef struct ladle__node ladle__node;
 

@@ -403,9 +403,11 @@ static ladle_status add_node(ladle_pipeline *p, const char *op_name, const char 
       n->num_outputs = 1;
   }
   n->num_outputs += schema->outputs_per_extra_input * (num_inputs - schema->min_inputs);
-  if (schema->output_if_arg > 0 && n->args[schema->output_if_arg - 1].value.u.i) n->num_outputs++;
-  LADLE_CHECK(n->num_outputs <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT, "%s: more than %d outputs",
-              op_name, LADLE_MAX_OUTPUTS);
+  for (int a = 0; a < schema->num_args; a++) /* outputs that bool arguments switch on (readers.coco's masks) */
+    if (schema->args[a].adds_outputs > 0 && n->args[a].value.count && n->args[a].value.u.i)
+      n->num_outputs += schema->args[a].adds_outputs;
+  LADLE_CHECK(n->num_outputs <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT,
+              "%s: these arguments ask for %d outputs; at most %d", op_name, n->num_outputs, LADLE_MAX_OUTPUTS);
   LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
   LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;
@@ -639,6 +641,7 @@ ladle_status ladle_pipeline_reader_meta(ladle_pipeline *p, const char *reader_na
     ladle__node *n = p->nodes[i];
     if (n->def->reader_meta && n->name && reader_name && strcmp(n->name, reader_name) == 0) {
       if (!p->built) return LADLE_FAIL(LADLE_ERROR_STATE, "build the pipeline first");
+      *meta = (ladle_reader_meta){0};
       return n->def->reader_meta(n, meta);
     }
   }

@@ -54,10 +54,10 @@ def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
         assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args",
-                          "outputs_per_extra_input", "output_if", "one_output_if", "one_output_choice"}
+                          "outputs_per_extra_input", "one_output_if", "one_output_choice"}
         names = {a["name"]: a for a in s["args"]}
-        if s["output_if"]:  # an extra output when a bool argument is true
-            assert names[s["output_if"]]["type"] == "bool"
+        for a in s["args"]:  # bool arguments that add outputs when true
+            assert a["adds_outputs"] >= 0 and (a["adds_outputs"] == 0 or a["type"] == "bool")
         if s["one_output_if"]:  # one fixed output for one choice of a string argument
             assert s["one_output_choice"] in names[s["one_output_if"]]["choices"]
         assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback", "epilogue",

@@ -274,11 +274,12 @@ static PyObject *arg_schema_to_dict(const ladle_arg_schema *a) {
   PyObject *choices = strings_to_py(a->choices);
   PyObject *d = NULL;
   if (def && lo && hi && choices)
-    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "name", a->name, "type",
+    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:i}", "name", a->name, "type",
                       ladle_arg_type_name(a->type), "type_id", (int)a->type, "required", a->required ? Py_True : Py_False,
                       "has_default", has_default ? Py_True : Py_False, "default", def, "per_sample",
                       a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "choices", choices, "no_effect",
-                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "");
+                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "", "adds_outputs",
+                      a->adds_outputs);
   Py_XDECREF(def);
   Py_XDECREF(lo);
   Py_XDECREF(hi);
@@ -329,11 +330,10 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z,s:z}", "name", s->name, "doc",
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z}", "name", s->name, "doc",
                     s->doc ? s->doc : "", "min_inputs", s->min_inputs, "max_inputs", s->max_inputs, "num_outputs",
                     s->num_outputs, "devices", devices, "flags", flags, "args", args, "outputs_per_extra_input",
-                    s->outputs_per_extra_input, "output_if",
-                    s->output_if_arg > 0 ? s->args[s->output_if_arg - 1].name : NULL, "one_output_if",
+                    s->outputs_per_extra_input, "one_output_if",
                     s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].name : NULL, "one_output_choice",
                     s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].choices[s->one_output_choice]
                                              : NULL);

@@ -327,10 +327,11 @@ static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   Py_END_ALLOW_THREADS
   set_busy(self, 0);
   if (st != LADLE_OK) return ladle__py_raise_status(st);
-  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
+  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O,s:L}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
                        (long long)meta.epoch_size_padded, "number_of_shards", meta.number_of_shards, "shard_id",
                        meta.shard_id, "pad_last_batch", meta.pad_last_batch ? Py_True : Py_False,
-                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False);
+                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False, "index_bytes",
+                       (long long)meta.index_bytes);
 }
 
 static PyObject *pipeline_get_position(PipelineObject *self, PyObject *unused) {

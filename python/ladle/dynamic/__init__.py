@@ -104,8 +104,10 @@ def _populate():
     rnd.get_seed = _exec.get_seed
     readers = _namespace(["readers"])
     readers.Reader = Reader
-    if hasattr(readers, "Tfrecord"):
-        readers.TFRecord = readers.Tfrecord  # DALI's spelling
+    # DALI's spellings.
+    for ours, dalis in (("Tfrecord", "TFRecord"), ("Coco", "COCO")):
+        if hasattr(readers, ours):
+            setattr(readers, dalis, getattr(readers, ours))
 
 
 _populate()

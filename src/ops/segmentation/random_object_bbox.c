@@ -42,7 +42,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_K_LARGEST] = {LADLE_OPTIONAL_ARG("k_largest", LADLE_ARG_INT), LADLE_RANGE(1.0, 2147483647.0),
         .doc = "Choose only among the k blobs with the largest boxes (by volume; of the chosen class, or of all "
                "with ignore_class)."},
-    [ARG_OUTPUT_CLASS] = {LADLE_BOOL_ARG("output_class", 0),
+    [ARG_OUTPUT_CLASS] = {LADLE_BOOL_ARG("output_class", 0), .adds_outputs = 1,
         .doc = "Add an output: the chosen blob's label (int32, a scalar), or the background label when the box is "
                "the whole input."},
     [ARG_THRESHOLD] = {LADLE_OPTIONAL_ARG("threshold", LADLE_ARG_INTS), .per_sample = 1,
@@ -328,7 +328,6 @@ const ladle__op_def ladle__op_segmentation_random_object_bbox = {
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 2,
                .devices = LADLE_ON_CPU, .flags = LADLE_OP_RANDOM,
                .num_args = ARG_COUNT, .args = args,
-               .output_if_arg = ARG_OUTPUT_CLASS + 1,
                .one_output_if_arg = ARG_FORMAT + 1, .one_output_choice = FORMAT_BOX},
     .init = rob_init,
     .setup = rob_setup,
