@@ -374,6 +374,11 @@ typedef struct ladle_pipeline_params {
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
   double max_skipped_fraction; /* iteration fails listing them. > 0: the limit is ceil(fraction x the
                                  reader's epoch_size) instead */
+  /* 1: every iteration waits for a seed from ladle_pipeline_feed_seed (as it waits for fed
+   * batches) and draws its random numbers as the first iteration of a pipeline created with
+   * that seed would: one built graph gives new, reproducible draws per run (ladle.dynamic's
+   * cached operators). Readers still shuffle with `seed`. Default 0. */
+  int fed_seeds;
 } ladle_pipeline_params;
 
 /** Fills `params` with the defaults. */
@@ -461,6 +466,17 @@ LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms
  * be called from any thread, also while another thread waits in run().
  */
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
+
+/**
+ * Queues the seed of a coming iteration of a pipeline created with fed_seeds
+ * = 1, first in first out: that iteration's random operators draw from
+ * (seed, operator, epoch 0, sample 0..N-1), the numbers of the first
+ * iteration of a pipeline created with params.seed = seed. At most
+ * prefetch_queue_depth + 8 seeds may wait (LADLE_ERROR_LIMIT beyond), as
+ * for fed batches. Fails with LADLE_ERROR_STATE without fed_seeds. Builds
+ * the pipeline first if needed. Thread-safe with run().
+ */
+LADLE_API ladle_status ladle_pipeline_feed_seed(ladle_pipeline *pipeline, uint64_t seed);
 
 /**
  * The CUDA stream (a cudaStream_t) the pipeline's GPU work runs on, or NULL

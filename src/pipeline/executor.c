@@ -110,6 +110,7 @@ done:
 
 /* Under the lock: whether every external source has a batch queued. */
 static int all_fed(ladle_pipeline *p) {
+  if (p->params.fed_seeds && !p->seeds_count) return 0;
   for (int i = 0; i < p->num_fed; i++)
     if (!ladle__external_count(p->fed[i])) return 0;
   return 1;
@@ -121,6 +122,11 @@ static ladle_status take_fed(ladle_pipeline *p) {
   int size = 0;
   const char *first = NULL;
   ladle_status st = LADLE_OK;
+  if (p->params.fed_seeds) { /* this iteration's seed (executor_main restores params.seed after it) */
+    p->config.seed = p->seeds[p->seeds_head];
+    p->seeds_head = (p->seeds_head + 1) % (p->params.prefetch_queue_depth + LADLE__FEED_MARGIN);
+    p->seeds_count--;
+  }
   for (int i = 0; i < p->num_fed; i++) {
     ladle__node *n = p->fed[i];
     ladle_batch *b = ladle__external_pop(n);
@@ -181,7 +187,9 @@ static ladle_status plan_samples(ladle_pipeline *p, int64_t iteration, int batch
     for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
     return LADLE_OK;
   }
-  int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
+  /* Unique sample numbers whatever the batch's size; with fed seeds each
+   * iteration is a first iteration (its seed tells it apart). */
+  int64_t first = p->params.fed_seeds ? 0 : iteration * p->params.batch_size;
   for (int i = 0; i < batch; i++) {
     p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
     p->names[i] = NULL;
@@ -332,6 +340,7 @@ static void *executor_main(void *arg) {
       atomic_fetch_add(&p->stat_iterations, 1);
     }
     p->config.batch_size = p->params.batch_size;
+    p->config.seed = p->params.seed;
 
     pthread_mutex_lock(&p->lock);
     p->preparing = 0;
@@ -424,6 +433,7 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
     for (int i = 0; i < p->num_fed && !name[0]; i++)
       if (!ladle__external_count(p->fed[i])) name = p->fed[i]->name;
     pthread_mutex_unlock(&p->lock);
+    if (!name[0]) return LADLE_FAIL(LADLE_ERROR_STATE, "no seed was fed for the next iteration: feed one first");
     return LADLE_FAIL(LADLE_ERROR_STATE, "external_source '%s' has no data for the next iteration: feed it first",
                       name);
   }
@@ -474,6 +484,8 @@ ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline
   }
   if (p->num_fed)
     return LADLE_FAIL(LADLE_ERROR_STATE, "a pipeline with external sources has no positions: fed data cannot be replayed");
+  if (p->params.fed_seeds)
+    return LADLE_FAIL(LADLE_ERROR_STATE, "a pipeline with fed seeds has no positions: feed the seeds again instead");
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   atomic_fetch_add(&p->generation, 1);

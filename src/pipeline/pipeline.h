@@ -11,6 +11,9 @@
 #include "ops/op.h"
 #include "pipeline/skip.h"
 
+/* Fed batches (and seeds) a pipeline may hold beyond the prefetch depth (ladle_pipeline_feed). */
+#define LADLE__FEED_MARGIN 8
+
 /* A value: output `output` of node `node`. */
 typedef struct ladle__value_ref {
   int node, output;
@@ -41,6 +44,8 @@ struct ladle_pipeline {
   ladle__node *reader; /* the first reader: its plan gives every iteration's samples */
   ladle__node **fed;    /* the external_source nodes, fed by ladle_pipeline_feed */
   int num_fed;
+  uint64_t *seeds;     /* fed_seeds: a ring of seeds for coming iterations (ladle_pipeline_feed_seed) */
+  int seeds_head, seeds_count;
 
   /* Resources. */
   struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */

@@ -13,10 +13,12 @@ static ladle_arg float_arg(const char *name, double f) {
   return a;
 }
 
-/* coin_flip(probability=p) and uniform(range=[0, 10]) with the given settings. */
-static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64_t seed) {
+/* coin_flip(probability=p) and uniform(range=[0, 10]) with the given settings;
+ * fed: seeds come from ladle_pipeline_feed_seed. */
+static ladle_pipeline *random_pipeline_of(int batch, int threads, int depth, uint64_t seed, int fed) {
   ladle_pipeline_params params;
   ladle_pipeline_params_init(&params);
+  params.fed_seeds = fed;
   params.batch_size = batch;
   params.num_threads = threads;
   params.prefetch_queue_depth = depth;
@@ -32,6 +34,10 @@ static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64
   int outs[2] = {coin, uni};
   CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
   return p;
+}
+
+static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64_t seed) {
+  return random_pipeline_of(batch, threads, depth, seed, 0);
 }
 
 /* Runs `iters` iterations and appends every output byte to buf. */
@@ -78,6 +84,35 @@ static void test_random_ops_and_determinism(void) {
   }
   p = random_pipeline(16, 2, 2, 8); /* another seed: other numbers */
   CHECK(collect(p, 20, other) == n && memcmp(ref, other, n) != 0);
+  ladle_pipeline_destroy(p);
+}
+
+/* fed_seeds: iteration k draws what the first iteration of a pipeline with
+ * seed = (k-th fed seed) draws, whatever ran before; without a fed seed run()
+ * fails at once rather than waiting. */
+static void test_fed_seeds(void) {
+  static uint8_t want[3][256], got[3 * 256];
+  const uint64_t seeds[3] = {11, 12, 11};
+  for (int k = 0; k < 3; k++) {
+    ladle_pipeline *ref = random_pipeline(16, 2, 1, seeds[k]);
+    CHECK(collect(ref, 1, want[k]) == 128);
+    ladle_pipeline_destroy(ref);
+  }
+  CHECK(memcmp(want[0], want[1], 128) != 0 && memcmp(want[0], want[2], 128) == 0);
+  ladle_pipeline *p = random_pipeline_of(16, 2, 2, 5, 1);
+  ladle_batch *out[2] = {NULL, NULL};
+  CHECK(ladle_pipeline_run(p, out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "no seed"));
+  for (int k = 0; k < 3; k++) CHECK_OK(ladle_pipeline_feed_seed(p, seeds[k]));
+  CHECK(collect(p, 3, got) == 3 * 128);
+  for (int k = 0; k < 3; k++) CHECK(memcmp(got + k * 128, want[k], 128) == 0);
+  ladle_pipeline_position pos = {0};
+  CHECK(ladle_pipeline_set_position(p, &pos) == LADLE_ERROR_STATE);
+  int limited = 0;
+  for (int k = 0; k < 20 && !limited; k++) limited = ladle_pipeline_feed_seed(p, (uint64_t)k) == LADLE_ERROR_LIMIT;
+  CHECK(limited);
+  ladle_pipeline_destroy(p); /* with seeds and iterations left */
+  p = random_pipeline(16, 1, 1, 5);
+  CHECK(ladle_pipeline_feed_seed(p, 1) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "fed_seeds"));
   ladle_pipeline_destroy(p);
 }
 
@@ -265,6 +300,7 @@ static void test_no_allocation_when_warm(void) {
 
 int main(void) {
   RUN(test_random_ops_and_determinism);
+  RUN(test_fed_seeds);
   RUN(test_set_position);
   RUN(test_argument_errors);
   RUN(test_destroy_in_flight_and_shared_pool);
