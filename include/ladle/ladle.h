@@ -499,6 +499,24 @@ typedef struct ladle_reader_meta {
 LADLE_API ladle_status ladle_pipeline_reader_meta(ladle_pipeline *pipeline, const char *reader_name,
                                                   ladle_reader_meta *meta);
 
+/**
+ * The reader's record index of each sample of the iteration run() returned
+ * last (after any skip_bad_samples substitution): up to `capacity` values
+ * are written to `records`, their number to *count (0 without a reader or
+ * before the first run). Thread-safe with run(). With
+ * ladle_pipeline_record_name this names the file a sample came from.
+ */
+LADLE_API ladle_status ladle_pipeline_last_records(ladle_pipeline *pipeline, int64_t *records, int capacity,
+                                                   int *count);
+
+/**
+ * The name (file path or record name) of record `index` of the reader
+ * instance `reader_name`, or NULL when there is no such reader or record.
+ * The string belongs to the pipeline and stays valid until it is destroyed.
+ */
+LADLE_API const char *ladle_pipeline_record_name(ladle_pipeline *pipeline, const char *reader_name,
+                                                 int64_t index);
+
 /* Where a pipeline is in its stream of iterations: enough to resume. */
 typedef struct ladle_pipeline_position {
   int64_t iteration; /* iterations handed out by run() so far */

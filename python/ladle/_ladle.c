@@ -1357,6 +1357,37 @@ static PyObject *pipeline_feed_seed(PipelineObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *pipeline_last_records(PipelineObject *self, PyObject *unused) {
+  (void)unused;
+  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  int count = 0, capacity = 64;
+  int64_t records[64], *buf = records;
+  ladle_status st;
+  for (;;) { /* a full buffer may have cut the list short: ask again with a larger one */
+    st = ladle_pipeline_last_records(self->pipe, buf, capacity, &count);
+    if (st != LADLE_OK || count < capacity) break;
+    if (buf != records) PyMem_Free(buf);
+    capacity *= 4;
+    buf = PyMem_Malloc((size_t)capacity * sizeof *buf);
+    if (!buf) return PyErr_NoMemory();
+  }
+  PyObject *out = st == LADLE_OK ? PyList_New(count) : NULL;
+  for (int i = 0; out && i < count; i++) PyList_SET_ITEM(out, i, PyLong_FromLongLong(buf[i]));
+  if (buf != records) PyMem_Free(buf);
+  if (st != LADLE_OK) return raise_status(st);
+  return out;
+}
+
+static PyObject *pipeline_record_name(PipelineObject *self, PyObject *args) {
+  const char *reader;
+  long long index;
+  if (!PyArg_ParseTuple(args, "sL:record_name", &reader, &index)) return NULL;
+  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  const char *name = ladle_pipeline_record_name(self->pipe, reader, index);
+  if (!name) Py_RETURN_NONE;
+  return PyUnicode_DecodeFSDefault(name);
+}
+
 static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   if (pipeline_ready(self) < 0) return NULL;
   const char *name = PyUnicode_AsUTF8(arg);
@@ -1472,6 +1503,10 @@ static PyMethodDef pipeline_methods[] = {
     {"reader_meta", (PyCFunction)pipeline_reader_meta, METH_O, "reader_meta(name) -> dict."},
     {"feed", (PyCFunction)pipeline_feed, METH_VARARGS,
      "feed(source_name, batch): queues a _Batch for the external_source of that name (one iteration each)."},
+    {"last_records", (PyCFunction)pipeline_last_records, METH_NOARGS,
+     "last_records() -> list of int: the reader's record of each sample of the last iteration run() returned."},
+    {"record_name", (PyCFunction)pipeline_record_name, METH_VARARGS,
+     "record_name(reader_name, index) -> str or None: the file path of a reader's record."},
     {"feed_seed", (PyCFunction)pipeline_feed_seed, METH_O,
      "feed_seed(seed): queues the seed of a coming iteration (a _Pipeline made with fed_seeds=True)."},
     {"get_position", (PyCFunction)pipeline_get_position, METH_NOARGS,

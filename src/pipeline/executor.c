@@ -350,6 +350,8 @@ static void *executor_main(void *arg) {
     }
     slot->iteration = iteration;
     slot->status = st;
+    slot->num_records = p->reader && st == LADLE_OK ? p->config.batch_size : 0;
+    for (int i = 0; i < slot->num_records; i++) slot->records[i] = p->refs[i].index;
     snprintf(slot->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
     p->queue_count++;
     pthread_cond_broadcast(&p->ready);
@@ -365,7 +367,9 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
   for (int i = 0; i < depth; i++) {
     LADLE_ALLOC(p->queue[i].outputs, p->num_outputs);
     LADLE_ALLOC(p->queue[i].error, LADLE_ERROR_MAX);
+    LADLE_ALLOC(p->queue[i].records, p->params.batch_size);
   }
+  LADLE_ALLOC(p->last_records, p->params.batch_size);
   LADLE_CHECK(pthread_create(&p->thread, NULL, executor_main, p) == 0, LADLE_ERROR_OUT_OF_MEMORY,
               "cannot start the executor thread");
   p->thread_started = 1;
@@ -390,6 +394,7 @@ void ladle__executor_stop(ladle_pipeline *p) {
   for (int i = 0; i < depth; i++) {
     free(p->queue[i].outputs);
     free(p->queue[i].error);
+    free(p->queue[i].records);
   }
   free(p->queue);
   p->queue = NULL;
@@ -453,6 +458,8 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
       outputs[k] = slot->outputs[k];
       slot->outputs[k] = NULL;
     }
+    memcpy(p->last_records, slot->records, (size_t)slot->num_records * sizeof *p->last_records);
+    p->num_last_records = slot->num_records;
   } else {
     ladle__restore_error(slot->error);
   }
@@ -462,6 +469,30 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
   return st;
+}
+
+ladle_status ladle_pipeline_last_records(ladle_pipeline *p, int64_t *records, int capacity, int *count) {
+  if (!p || !count || (capacity > 0 && !records)) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  pthread_mutex_lock(&p->lock);
+  int n = p->last_records ? p->num_last_records : 0;
+  if (n > capacity) n = capacity;
+  if (n > 0) memcpy(records, p->last_records, (size_t)n * sizeof *records);
+  pthread_mutex_unlock(&p->lock);
+  *count = n;
+  return LADLE_OK;
+}
+
+const char *ladle_pipeline_record_name(ladle_pipeline *p, const char *reader_name, int64_t index) {
+  for (int i = 0; p && p->built && reader_name && i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    if (n->def->sample_name && n->name && strcmp(n->name, reader_name) == 0) {
+      ladle_reader_meta meta;
+      if (n->def->reader_meta && n->def->reader_meta(n, &meta) == LADLE_OK && (index < 0 || index >= meta.epoch_size))
+        return NULL;
+      return n->def->sample_name(n, index);
+    }
+  }
+  return NULL;
 }
 
 ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline_position *pos) {

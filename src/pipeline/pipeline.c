@@ -119,6 +119,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->shapes);
   free(p->fed);
   free(p->seeds);
+  free(p->last_records);
   ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);

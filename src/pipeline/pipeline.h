@@ -25,6 +25,8 @@ typedef struct ladle__ready {
   ladle_status status;
   char *error;           /* LADLE_ERROR_MAX bytes, owned by the queue slot */
   ladle_batch **outputs; /* num_outputs */
+  int64_t *records;      /* batch_size: the reader's record of each sample (ladle_pipeline_last_records) */
+  int num_records;
 } ladle__ready;
 
 struct ladle_pipeline {
@@ -69,6 +71,8 @@ struct ladle_pipeline {
   int preparing;               /* the executor is preparing an iteration (outside the lock) */
   int64_t next_iteration;      /* the next one the executor prepares */
   int64_t delivered;           /* iterations handed out by run() */
+  int64_t *last_records;       /* batch_size: the records of the iteration run() returned last */
+  int num_last_records;
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
   atomic_int stop;
 

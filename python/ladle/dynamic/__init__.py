@@ -45,15 +45,34 @@ Operators that draw random numbers build their pipeline per call (about
 0.3 ms on the CPU) since the seed is part of a pipeline.
 """
 
+import inspect as _inspect
 import sys as _sys
 
 from .. import fn as _fn
 from .. import types
 from ..pipeline import op_schemas as _op_schemas
-from . import _exec
+from . import _exec, _random
+from ._context import (CACHE_SIZE, Device, EvalContext, EvalMode, ThreadPool, device, get_num_threads,
+                       set_num_threads)
 from ._data import Batch, Tensor, as_batch, as_tensor, batch, tensor
-from ._exec import CACHE_SIZE, clear_cache, get_num_threads, set_num_threads
+from ._exec import clear_cache
 from ._readers import Reader, make_reader_class
+from ._stream import Stream, get_current_stream, get_default_stream, set_current_stream, set_default_stream, stream
+from . import checkpoint
+
+# DALI's dtype objects (ndd.uint8, ndd.float32, ...): ladle's DALIDataType values.
+uint8, uint16, uint32, uint64 = types.UINT8, types.UINT16, types.UINT32, types.UINT64
+int8, int16, int32, int64 = types.INT8, types.INT16, types.INT32, types.INT64
+float16, float32, float64 = types.FLOAT16, types.FLOAT, types.FLOAT64
+bool = types.BOOL  # noqa: A001 (DALI's name)
+DType = DataType = types.DALIDataType
+ImageType, InterpType = types.DALIImageType, types.DALIInterpType
+
+
+def dtype(x):
+    """A ladle.types.DALIDataType from a name ("uint8"), a NumPy or torch dtype, or a DALIDataType."""
+    return types.to_dtype(x)
+
 
 # Operators not offered as functions (by their schemas' flags): readers are
 # classes, transfers are Batch.gpu() / Batch.cpu(), and external sources are
@@ -65,22 +84,51 @@ def _namespace(path):
     return _fn.namespace(_sys.modules[__name__], path)
 
 
+def _signature(schema, random):
+    """(input, /, *, batch_size=None, device=None, <arguments>=None..., rng=None), as DALI's."""
+    P = _inspect.Parameter
+    lo, hi = schema["min_inputs"], schema["max_inputs"]
+    params = []
+    if hi == 1:
+        params.append(P("input", P.POSITIONAL_ONLY, default=P.empty if lo else None))
+    elif hi > 1:
+        for i in range(hi):
+            params.append(P(f"input_{i}", P.POSITIONAL_ONLY, default=P.empty if i < lo else None))
+    params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
+    seen = {"batch_size", "device"}
+    for a in schema["args"]:
+        if a["name"] in seen or not a["name"].isidentifier():
+            continue
+        seen.add(a["name"])
+        params.append(P(a["name"], P.KEYWORD_ONLY, default=P.empty if a["required"] else None))
+    if random:
+        params.append(P("rng", P.KEYWORD_ONLY, default=None))
+    return _inspect.Signature(params)
+
+
 def _make_operator(schema):
     op_name = schema["name"]
     public = "ladle.dynamic." + op_name
+    info = _exec.OpInfo(schema, public)
+    call = _exec.call_operator
 
-    def operator(*inputs, device=None, batch_size=None, **kwargs):
-        return _exec.call_operator(schema, public, inputs, device=device, batch_size=batch_size, kwargs=kwargs)
-
+    if info.random:
+        def operator(*inputs, device=None, batch_size=None, rng=None, **kwargs):
+            return call(info, inputs, device, batch_size, kwargs, rng)
+    else:
+        def operator(*inputs, device=None, batch_size=None, **kwargs):
+            return call(info, inputs, device, batch_size, kwargs)
 
     base = _exec._fn_op(op_name)
     operator.__name__ = op_name.rsplit(".", 1)[-1]
     operator.__qualname__ = op_name
     operator.__module__ = __name__ + ("." + op_name.rsplit(".", 1)[0] if "." in op_name else "")
+    operator.__signature__ = _signature(schema, info.random)
+    rng_doc = " rng= (a ladle.dynamic.random.RNG) gives the call's seed." if info.random else ""
     operator.__doc__ = (
-        f"{public}(*inputs, device=None, batch_size=None, **kwargs): the eager form of fn.{op_name}.\n\n"
+        f"{public}{operator.__signature__}: the eager form of fn.{op_name}.\n\n"
         "Inputs are Batches or single samples; device='gpu' runs on the GPU; batch_size= for operators "
-        "without inputs. The arguments are fn's:\n\n" + (base.__doc__ or "")
+        f"without inputs.{rng_doc} The arguments are fn's:\n\n" + (base.__doc__ or "")
     )
     operator.schema = schema
     return operator
@@ -98,10 +146,10 @@ def _populate():
         if flags & _NOT_FUNCTIONS:
             continue
         setattr(_namespace(path), short, _make_operator(schemas[name]))
-    # Seeds live beside the random operators, as in DALI.
+    # Seeds and generators live beside the random operators, as in DALI.
     rnd = _namespace(["random"])
-    rnd.set_seed = _exec.set_seed
-    rnd.get_seed = _exec.get_seed
+    for key in ("RNG", "get_default_rng", "set_seed", "get_seed"):
+        setattr(rnd, key, getattr(_random, key))
     readers = _namespace(["readers"])
     readers.Reader = Reader
     if hasattr(readers, "Tfrecord"):
@@ -113,14 +161,29 @@ _populate()
 __all__ = [
     "Batch",
     "CACHE_SIZE",
+    "DType",
+    "DataType",
+    "Device",
+    "EvalContext",
+    "EvalMode",
     "Reader",
+    "Stream",
     "Tensor",
+    "ThreadPool",
     "as_batch",
     "as_tensor",
     "batch",
+    "checkpoint",
     "clear_cache",
+    "device",
+    "dtype",
+    "get_current_stream",
+    "get_default_stream",
     "get_num_threads",
+    "set_current_stream",
+    "set_default_stream",
     "set_num_threads",
+    "stream",
     "tensor",
     "types",
 ]
