@@ -1,48 +1,58 @@
-"""ladle.dynamic: ladle's operators called eagerly, one call at a time
-(DALI's ``nvidia.dali.experimental.dynamic``, "ndd").
+"""ladle.dynamic: ladle's operators called eagerly on batches, in the shape
+of DALI's dynamic mode (``nvidia.dali.experimental.dynamic``, "ndd"): a
+script written for ndd runs after ``import ladle.dynamic as ndd``.
 
-    import ladle.dynamic as ldd
+    import ladle.dynamic as ndd
 
-    reader = ldd.readers.File(file_root=root, random_shuffle=True)
+    reader = ndd.readers.File(file_root=root, random_shuffle=True)
+    rng = ndd.random.RNG(seed=42)
     for jpegs, labels in reader.next_epoch(batch_size=32):
-        images = ldd.decoders.image(jpegs, device="gpu")
-        images = ldd.resize(images, resize_x=224, resize_y=224)
-        x = ldd.crop_mirror_normalize(images, dtype=ldd.types.FLOAT16,
-                                      mirror=ldd.random.coin_flip(batch_size=len(images)))
+        images = ndd.decoders.image_random_crop(jpegs, device="gpu", rng=rng)
+        images = ndd.resize(images, resize_x=224, resize_y=224)
+        mirror = ndd.random.coin_flip(batch_size=len(images), rng=rng)
+        x = ndd.crop_mirror_normalize(images, dtype=ndd.float16, output_layout="CHW", mirror=mirror)
         x = x.torch()                      # [32, 3, 224, 224], no copy
 
-Every operator of ``ladle.fn`` is here under the same dotted name, with the
-same keyword arguments; readers are classes (``readers.File``, see Reader).
+Every operator of ``ladle.fn`` is here under the same dotted name and
+arguments, generated from its schema: ``op(input, ..., /, *, batch_size=None,
+device=None, <arguments>, rng=None)`` (rng= for random operators); readers
+are classes (``readers.File``, see Reader).
 
-Inputs and outputs. An operator takes Batches (``ldd.batch(...)``, a list of
-arrays, a ladle.TensorList) or single samples (a Tensor, a NumPy array, a CPU
-torch tensor, a PIL image): a Batch in gives a Batch out, a single sample in a
-Tensor out. An [N, ...] array is one sample; make it a batch with
-``ldd.batch(array)``. Operators without inputs (random.*) take ``batch_size=``
-(without it they return one Tensor). Arguments that the pipeline API accepts
-per sample (DataNodes there) accept Batches or lists of numbers here, e.g.
-``mirror=ldd.random.coin_flip(batch_size=n)``.
+Inputs and outputs. An operator takes Batches (``ndd.batch(...)``,
+``ndd.Batch([...])``, a list of arrays, a ladle.TensorList) or single samples
+(a Tensor, a NumPy array, a CPU torch tensor, a PIL image): a Batch in gives a
+Batch out, a single sample in a Tensor out. Operators without inputs
+(random.*) take ``batch_size=`` (without it they return one Tensor). Arguments
+that the pipeline API accepts per sample accept Batches or lists of numbers
+here, e.g. ``mirror=ndd.random.coin_flip(batch_size=n)``. ``b.select(i)``,
+``b.slice[...]``, ``b.torch(pad=True)``, ``.cpu()``/``.gpu()`` as in DALI.
 
 Devices. ``device="gpu"`` runs on the GPU (for decoders that is the pipeline
-API's "mixed": host input, GPU output); the default is "cpu", or "gpu" when
-an input is in GPU memory. A CPU input of a GPU operator is copied to the GPU
-first. GPU operators exist only in a CUDA build; asking for one elsewhere
-raises NotAvailableError.
+API's "mixed"); the default is "cpu", or "gpu" when an input is in GPU
+memory. GPU operators exist only in a CUDA build.
 
 How a call runs. Each call becomes a small ladle.Pipeline (external sources
-feeding the operator), built on first use and cached for later calls with
-the same operator, device, constant arguments, input dtypes/ranks/layouts/
-devices and batch-size bucket (the next power of two); at most
-``CACHE_SIZE`` (64) are kept, least recently used closed first. All share one
-ladle.ThreadPool of ``set_num_threads(n)`` workers (default min(4, cores)).
-There is no fusion across calls (a pipeline fuses resize into
-crop_mirror_normalize on the GPU; separate calls do not).
+feeding the operator), built on first use and kept in the current
+``EvalContext`` for later calls with the same operator, device, constant
+arguments, input dtypes/ranks/layouts/devices and batch-size bucket (the
+next power of two); at most ``CACHE_SIZE`` (64) per context, least recently
+used closed first. Random operators too: their pipeline is fed the call's
+seed (drawn from ``rng``), so steady-state calls build nothing. An
+``EvalContext(num_threads=, device_id=, cuda_stream=, thread_pool=)`` holds
+the thread pool, device and stream; ``EvalMode`` says when the work is done
+(``deferred``: queued on the context's worker thread, results wait when used;
+``eager``, the default: done when the call returns on the host). There is no
+fusion across calls (a pipeline fuses resize into crop_mirror_normalize on the
+GPU; separate calls do not).
 
-Randomness: see ``random.set_seed``. In short, the default seed is 0 and a
-program's random numbers depend only on the seed and the order of its random
-calls: the same program gives the same results, each call new numbers.
-Operators that draw random numbers build their pipeline per call (about
-0.3 ms on the CPU) since the seed is part of a pipeline.
+Randomness. Call k of an RNG seeded S runs with the seed mix(S, k); sample i
+draws what sample i of the first iteration of a Pipeline(seed=mix(S, k))
+draws. ``random.set_seed`` restarts the default generator (seed 0 at import).
+Readers shuffle with their ``seed`` argument, else the default seed when made.
+
+Checkpoints. Readers and RNGs have get_state/set_state;
+``checkpoint.Checkpoint`` collects, saves and restores them, and a resumed
+run continues with the same bytes. torchdata.nodes nodes: ``pytorch.nodes``.
 """
 
 import inspect as _inspect
@@ -96,7 +106,7 @@ def _signature(schema, random):
             params.append(P(f"input_{i}", P.POSITIONAL_ONLY, default=P.empty if i < lo else None))
     params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
     seen = {"batch_size", "device"}
-    for a in schema["args"]:
+    for a in list(schema["args"]) + list(_fn._COMMON_ARGS.values()):
         if a["name"] in seen or not a["name"].isidentifier():
             continue
         seen.add(a["name"])

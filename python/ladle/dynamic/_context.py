@@ -275,7 +275,12 @@ class EvalContext:
 
     @property
     def cuda_stream(self):
-        return self._cuda_stream
+        """The given stream, else the thread's current one (set_current_stream), else None."""
+        if self._cuda_stream is not None:
+            return self._cuda_stream
+        from ._stream import get_current_stream
+
+        return get_current_stream()
 
     @property
     def num_threads(self):

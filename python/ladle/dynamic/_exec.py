@@ -293,6 +293,8 @@ class OpInfo:
         self.name = schema["name"]
         self.public = public
         self.specs = {a["name"]: a for a in schema["args"]}
+        for key, spec in fn._COMMON_ARGS.items():  # seed and DALI's hints, as fn takes them
+            self.specs.setdefault(key, spec)
         self.lo, self.hi = schema["min_inputs"], schema["max_inputs"]
         self.random = "random" in schema["flags"]
         self.num_outputs = schema["num_outputs"]
