@@ -283,15 +283,15 @@ static PyObject *pipeline_feed(PipelineObject *self, PyObject *args) {
 static PyObject *pipeline_feed_seed(PipelineObject *self, PyObject *arg) {
   unsigned long long seed = PyLong_AsUnsignedLongLong(arg);
   if (seed == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
-  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
   ladle_status st = ladle_pipeline_feed_seed(self->pipe, seed); /* never blocks, as feed */
-  if (st != LADLE_OK) return raise_status(st);
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
   Py_RETURN_NONE;
 }
 
 static PyObject *pipeline_last_records(PipelineObject *self, PyObject *unused) {
   (void)unused;
-  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
   int count = 0, capacity = 64;
   int64_t records[64], *buf = records;
   ladle_status st;
@@ -306,7 +306,7 @@ static PyObject *pipeline_last_records(PipelineObject *self, PyObject *unused) {
   PyObject *out = st == LADLE_OK ? PyList_New(count) : NULL;
   for (int i = 0; out && i < count; i++) PyList_SET_ITEM(out, i, PyLong_FromLongLong(buf[i]));
   if (buf != records) PyMem_Free(buf);
-  if (st != LADLE_OK) return raise_status(st);
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
   return out;
 }
 
@@ -314,7 +314,7 @@ static PyObject *pipeline_record_name(PipelineObject *self, PyObject *args) {
   const char *reader;
   long long index;
   if (!PyArg_ParseTuple(args, "sL:record_name", &reader, &index)) return NULL;
-  if (!self->pipe) return raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
   const char *name = ladle_pipeline_record_name(self->pipe, reader, index);
   if (!name) Py_RETURN_NONE;
   return PyUnicode_DecodeFSDefault(name);
