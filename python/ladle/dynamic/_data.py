@@ -154,17 +154,18 @@ class Tensor(_Lazy, _Arithmetic):
         return Tensor._wrap(TensorList(batch_from_samples([_host_copy(self._view())], layout=self.layout or None)))
 
     def gpu(self, index=None):
-        """This sample in GPU memory (a copy; itself when it is there already)."""
-        return self if self.device == "gpu" else self._as_batch().gpu().tensors[0]
+        """This sample in GPU memory (a copy; itself when it is there
+        already), on GPU `index` (default: the context's)."""
+        return self if self.device == "gpu" else self._as_batch().gpu(index).tensors[0]
 
     def to_device(self, device, force_copy=False):
         """This sample on `device` ("cpu", "gpu", a Device or torch.device)."""
         from ._context import device as _device
 
-        target = _device(device).device_type
-        if target == self.device and not force_copy:
+        target = _device(device)
+        if target.device_type == self.device and not force_copy:
             return self
-        return self.cpu() if target == "cpu" else self.gpu()
+        return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _as_batch(self):
         """A Batch of this one sample (the same memory when the batch holds only it)."""
@@ -397,21 +398,21 @@ class Batch(_Lazy, _Arithmetic):
 
     def gpu(self, index=None):
         """This batch in GPU memory (a copy by a small pipeline; itself when
-        it is there already)."""
+        it is there already), on GPU `index` (default: the context's)."""
         if self.device == "gpu":
             return self
         from . import _exec
 
-        return _exec.to_gpu(self)
+        return _exec.to_gpu(self, index)
 
     def to_device(self, device, force_copy=False):
         """This batch on `device` ("cpu", "gpu", "gpu:0", a Device or torch.device)."""
         from ._context import device as _device
 
-        target = _device(device).device_type
-        if target == self.device and not force_copy:
+        target = _device(device)
+        if target.device_type == self.device and not force_copy:
             return self
-        return self.cpu() if target == "cpu" else self.gpu()
+        return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _take(self, count):
         """The first `count` samples, as a new CPU batch (a copy) unless that is all of them."""

@@ -461,8 +461,8 @@ def _origin_of(batches, i):
     return None
 
 
-def to_gpu(b):
-    """A CPU Batch copied to the GPU."""
+def to_gpu(b, device_id=None):
+    """A CPU Batch copied to the GPU (`device_id`, default the context's)."""
     if not _cuda_built():
         raise _ladle.NotAvailableError("Batch.gpu(): this ladle was built without CUDA")
     sig = _sig(b)
@@ -471,5 +471,9 @@ def to_gpu(b):
     def build(pipe):
         return fn.external_source(name="input0", device="cpu", dtype=sig[0], ndim=sig[1], layout=sig[2]).gpu()
 
-    outs = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b._tl)], _bucket(n), True, False)
+    ctx = EvalContext.current()
+    if device_id is not None and device_id != _gpu_device_id(ctx):
+        ctx = EvalContext(device_id=device_id, thread_pool=ctx.thread_pool)  # a one-off graph on that GPU
+    outs = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b._tl)], _bucket(n), True, False,
+                   ctx=ctx)
     return Batch._wrap(outs[0])

@@ -150,3 +150,19 @@ def test_gpu_deferred_and_stream_ordering():
     with ldd.EvalMode.sync_full:
         y = ldd.flip(eager, horizontal=1)
     assert torch.equal(y.torch().cpu(), eager.torch().cpu().flip(2))
+
+
+def test_streams_are_held_and_found():
+    s = ldd.stream(stream=0x1234)
+    assert s.handle == 0x1234 and s.__cuda_stream__() == (0, 0x1234) and ldd.stream(stream=s) is s
+    ldd.set_current_stream(0x99)
+    try:
+        assert ldd.get_current_stream().handle == 0x99
+        assert ldd.EvalContext().cuda_stream.handle == 0x99  # a context without its own stream
+        assert ldd.EvalContext(cuda_stream=s).cuda_stream is s
+    finally:
+        ldd.set_current_stream(None)
+    assert ldd.get_current_stream() is None
+    if not cuda_usable():
+        with pytest.raises(ladle.NotAvailableError):
+            ldd.Stream()
