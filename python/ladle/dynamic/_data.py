@@ -163,8 +163,11 @@ class Tensor(_Lazy, _Arithmetic):
         from ._context import device as _device
 
         target = _device(device)
-        if target.device_type == self.device and not force_copy:
-            return self
+        if target.device_type == self.device:
+            if not force_copy:
+                return self
+            copy = tensor(np.array(self.cpu()), layout=self.layout or None)  # a new host copy
+            return copy if self.device == "cpu" else copy.gpu(target.device_id)
         return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _as_batch(self):
@@ -410,8 +413,11 @@ class Batch(_Lazy, _Arithmetic):
         from ._context import device as _device
 
         target = _device(device)
-        if target.device_type == self.device and not force_copy:
-            return self
+        if target.device_type == self.device:
+            if not force_copy:
+                return self
+            copy = batch(self.cpu().tensors, layout=self.layout or None)  # a new host copy
+            return copy if self.device == "cpu" else copy.gpu(target.device_id)
         return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _take(self, count):
