@@ -50,6 +50,11 @@ def get_seed():
     return _random.get_seed()
 
 
+def next_seed():
+    """A draw of the default generator (the seed ladle.torchvision gives a Compose)."""
+    return _random.get_default_rng()._next_seed()
+
+
 def draws_random(op_name):
     """Whether the operator draws random numbers: its schema says so."""
     return "random" in fn.op_schemas()[op_name]["flags"]
@@ -90,7 +95,9 @@ def _bucket(n):
     return b
 
 
-def _gpu_device_id(ctx):
+def _gpu_device_id(ctx=None):
+    """The GPU of `ctx` (default: the current context): its device_id, else LOCAL_RANK's or 0."""
+    ctx = ctx or EvalContext.current()
     if ctx.device_id is not None:
         return ctx.device_id
     d = _default_device(-1)
