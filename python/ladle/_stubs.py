@@ -145,6 +145,8 @@ def _tree(module, prefix):
     for key, value in vars(module).items():
         if key.startswith("_"):
             continue
+        if inspect.ismodule(value) and getattr(value, "__file__", None):
+            continue  # a real module (ladle.dynamic.checkpoint, .pytorch), not a generated namespace
         if inspect.ismodule(value) and value.__name__ == f"{prefix}.{key}":
             out[key] = _tree(value, value.__name__)
         elif callable(value) and (getattr(value, "schema", None) is not None or key in _DYN_EXTRAS):
