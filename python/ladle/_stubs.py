@@ -231,7 +231,8 @@ def dynamic_stub():
              "get_default_stream as get_default_stream, set_current_stream as set_current_stream, "
              "set_default_stream as set_default_stream, stream as stream",
              "uint8: Any", "uint16: Any", "uint32: Any", "uint64: Any", "int8: Any", "int16: Any", "int32: Any",
-             "int64: Any", "float16: Any", "float32: Any", "float64: Any", "bool: Any", "DType: Any", "DataType: Any",
+             "int64: Any", "float16: Any", "float32: Any", "float64: Any", "DType: Any",
+             # (ndd.bool exists too; declared here it would shadow the builtin in this stub) "DataType: Any",
              "ImageType: Any", "InterpType: Any",
              "def dtype(x: Any) -> Any: ...", ""]
     _emit_dynamic(_tree(_dynamic, "ladle.dynamic"), 0, lines)

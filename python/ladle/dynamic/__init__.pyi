@@ -32,9 +32,7 @@ int64: Any
 float16: Any
 float32: Any
 float64: Any
-bool: Any
 DType: Any
-DataType: Any
 ImageType: Any
 InterpType: Any
 def dtype(x: Any) -> Any: ...
