@@ -1,7 +1,10 @@
 /* Pipelines through the public API: building, argument checking, running,
  * determinism across thread counts and prefetch depths, repositioning,
  * destroying with work in flight, and no allocation once warm. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ladle/ladle.h"
@@ -114,6 +117,61 @@ static void test_fed_seeds(void) {
   p = random_pipeline(16, 1, 1, 5);
   CHECK(ladle_pipeline_feed_seed(p, 1) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "fed_seeds"));
   ladle_pipeline_destroy(p);
+}
+
+/* The records of the iteration run() returned last, and their file names:
+ * a reader over a folder of three files, two per batch. */
+static void test_last_records(void) {
+  char root[] = "/tmp/ladle_records_XXXXXX", path[512];
+  if (!mkdtemp(root)) {
+    CHECK(0);
+    return;
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  CHECK(mkdir(path, 0700) == 0);
+  const char *names[3] = {"x.jpg", "y.jpg", "z.jpg"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/a/%s", root, names[i]);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fputs(names[i], f) >= 0 && fclose(f) == 0);
+  }
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 2;
+  params.num_threads = 1;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_arg arg = {"file_root", {LADLE_ARG_STRING, 1, {.s = root}}, -1};
+  int out = -1, count = -1;
+  int64_t records[4] = {-1, -1, -1, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "readers.file", "cpu", NULL, 0, &arg, 1, "Reader", &out));
+  int outs[1] = {out};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 1));
+  CHECK_OK(ladle_pipeline_last_records(p, records, 4, &count));
+  CHECK(count == 0); /* nothing returned yet */
+  for (int it = 0; it < 2; it++) {
+    ladle_batch *b = NULL;
+    CHECK_OK(ladle_pipeline_run(p, &b));
+    CHECK_OK(ladle_pipeline_last_records(p, records, 4, &count));
+    CHECK(count == 2);
+    for (int i = 0; i < count && b; i++) { /* each sample holds its file's name as its bytes */
+      const char *name = ladle_pipeline_record_name(p, "Reader", records[i]);
+      size_t len = strlen(names[0]);
+      CHECK(name && strlen(name) > len && memcmp(ladle_batch_data(b, i), name + strlen(name) - len, len) == 0);
+    }
+    ladle_batch_release(b);
+  }
+  CHECK_OK(ladle_pipeline_last_records(p, records, 1, &count));
+  CHECK(count == 1); /* capped at the capacity */
+  CHECK(ladle_pipeline_record_name(p, "Reader", 3) == NULL && ladle_pipeline_record_name(p, "Other", 0) == NULL);
+  ladle_pipeline_destroy(p);
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/a/%s", root, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  rmdir(path);
+  rmdir(root);
 }
 
 static void test_set_position(void) {
@@ -301,6 +359,7 @@ static void test_no_allocation_when_warm(void) {
 int main(void) {
   RUN(test_random_ops_and_determinism);
   RUN(test_fed_seeds);
+  RUN(test_last_records);
   RUN(test_set_position);
   RUN(test_argument_errors);
   RUN(test_destroy_in_flight_and_shared_pool);
