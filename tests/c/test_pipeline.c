@@ -119,6 +119,17 @@ static void test_fed_seeds(void) {
   ladle_pipeline_destroy(p);
 }
 
+/* An empty pipeline with default parameters but these. */
+static ladle_pipeline *new_pipeline(int batch, int threads) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = batch;
+  params.num_threads = threads;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  return p;
+}
+
 /* The records of the iteration run() returned last, and their file names:
  * a reader over a folder of three files, two per batch. */
 static void test_last_records(void) {
@@ -135,12 +146,7 @@ static void test_last_records(void) {
     FILE *f = fopen(path, "wb");
     CHECK(f && fputs(names[i], f) >= 0 && fclose(f) == 0);
   }
-  ladle_pipeline_params params;
-  ladle_pipeline_params_init(&params);
-  params.batch_size = 2;
-  params.num_threads = 1;
-  ladle_pipeline *p = NULL;
-  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_pipeline *p = new_pipeline(2, 1);
   ladle_arg arg = {"file_root", {LADLE_ARG_STRING, 1, {.s = root}}, -1};
   int out = -1, count = -1;
   int64_t records[4] = {-1, -1, -1, -1};
@@ -285,12 +291,7 @@ static ladle_batch *bytes_batch(int n, int len, int first) {
  * its fed batch; a run with nothing fed fails at once; fed batches still
  * queued at destroy are released (the ASan build checks). */
 static void test_external_source(void) {
-  ladle_pipeline_params params;
-  ladle_pipeline_params_init(&params);
-  params.batch_size = 8;
-  params.num_threads = 2;
-  ladle_pipeline *p = NULL;
-  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_pipeline *p = new_pipeline(8, 2);
   ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
                        {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
                        {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
