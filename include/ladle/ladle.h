@@ -393,6 +393,11 @@ typedef struct ladle_pipeline_params {
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
   double max_skipped_fraction; /* iteration fails listing them. > 0: the limit is ceil(fraction x the
                                  reader's epoch_size) instead */
+  /* 1: every iteration waits for a seed from ladle_pipeline_feed_seed (as it waits for fed
+   * batches) and draws its random numbers as the first iteration of a pipeline created with
+   * that seed would: one built graph gives new, reproducible draws per run (ladle.dynamic's
+   * cached operators). Readers still shuffle with `seed`. Default 0. */
+  int fed_seeds;
 } ladle_pipeline_params;
 
 /** Fills `params` with the defaults. */
@@ -520,6 +525,17 @@ LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
 
 /**
+ * Queues the seed of a coming iteration of a pipeline created with fed_seeds
+ * = 1, first in first out: that iteration's random operators draw from
+ * (seed, operator, epoch 0, sample 0..N-1), the numbers of the first
+ * iteration of a pipeline created with params.seed = seed. At most
+ * prefetch_queue_depth + 8 seeds may wait (LADLE_ERROR_LIMIT beyond), as
+ * for fed batches. Fails with LADLE_ERROR_STATE without fed_seeds. Builds
+ * the pipeline first if needed. Thread-safe with run().
+ */
+LADLE_API ladle_status ladle_pipeline_feed_seed(ladle_pipeline *pipeline, uint64_t seed);
+
+/**
  * The CUDA stream (a cudaStream_t) the pipeline's GPU work runs on, or NULL
  * when it has no GPU operators or is not built. A producer of fed GPU data
  * orders its writes before this stream (DLPack's `stream` argument does).
@@ -541,6 +557,24 @@ typedef struct ladle_reader_meta {
 /** The metadata of the reader named `reader_name`. */
 LADLE_API ladle_status ladle_pipeline_reader_meta(ladle_pipeline *pipeline, const char *reader_name,
                                                   ladle_reader_meta *meta);
+
+/**
+ * The reader's record index of each sample of the iteration run() returned
+ * last (after any skip_bad_samples substitution): up to `capacity` values
+ * are written to `records`, their number to *count (0 without a reader or
+ * before the first run). Thread-safe with run(). With
+ * ladle_pipeline_record_name this names the file a sample came from.
+ */
+LADLE_API ladle_status ladle_pipeline_last_records(ladle_pipeline *pipeline, int64_t *records, int capacity,
+                                                   int *count);
+
+/**
+ * The name (file path or record name) of record `index` of the reader
+ * instance `reader_name`, or NULL when there is no such reader or record.
+ * The string belongs to the pipeline and stays valid until it is destroyed.
+ */
+LADLE_API const char *ladle_pipeline_record_name(ladle_pipeline *pipeline, const char *reader_name,
+                                                 int64_t index);
 
 /* Where a pipeline is in its stream of iterations: enough to resume. */
 typedef struct ladle_pipeline_position {

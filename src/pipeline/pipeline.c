@@ -54,6 +54,7 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   p->config.seed = params->seed;
   p->config.max_pixels = params->max_pixels;
   p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
+  if (params->fed_seeds) LADLE_ALLOC(p->seeds, params->prefetch_queue_depth + LADLE__FEED_MARGIN);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->space, NULL);
   pthread_cond_init(&p->ready, NULL);
@@ -117,6 +118,8 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->names);
   free(p->shapes);
   free(p->fed);
+  free(p->seeds);
+  free(p->last_records);
   ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
@@ -282,8 +285,6 @@ done:
   return st;
 }
 
-/* Fed batches a source may hold beyond the prefetch depth (ladle_pipeline_feed). */
-#define LADLE__FEED_MARGIN 8
 
 static unsigned device_bit(const char *device) {
   if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
@@ -630,6 +631,25 @@ ladle_status ladle_pipeline_feed(ladle_pipeline *p, const char *source_name, lad
                       source_name, queued, LADLE__FEED_MARGIN, limit);
   }
   st = ladle__external_push(n, batch);
+  pthread_cond_broadcast(&p->space);
+  pthread_mutex_unlock(&p->lock);
+done:
+  return st;
+}
+
+ladle_status ladle_pipeline_feed_seed(ladle_pipeline *p, uint64_t seed) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_CHECK(p->params.fed_seeds, LADLE_ERROR_STATE, "the pipeline was not created with fed_seeds = 1");
+  LADLE_TRY(ladle_pipeline_build(p));
+  int limit = p->params.prefetch_queue_depth + LADLE__FEED_MARGIN;
+  pthread_mutex_lock(&p->lock);
+  if (p->seeds_count >= limit) {
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_LIMIT, "%d fed seeds wait already (at most prefetch_queue_depth + %d = %d): "
+                      "call run() to consume them before feeding more", p->seeds_count, LADLE__FEED_MARGIN, limit);
+  }
+  p->seeds[(p->seeds_head + p->seeds_count++) % limit] = seed;
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
 done:
