@@ -283,6 +283,12 @@ typedef struct ladle_op_schema {
   unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
   const ladle_arg_schema *args;
+  /* Outputs after the num_outputs fixed ones, as DALI adds them: one per input
+   * given beyond min_inputs when outputs_per_extra_input is 1 (a labels input
+   * gets a labels output), then one when the bool argument
+   * args[output_if_arg - 1] is true (0: none). random_bbox_crop, bbox_rotate. */
+  int outputs_per_extra_input;
+  int output_if_arg;
 } ladle_op_schema;
 
 /** Number of registered operators. */

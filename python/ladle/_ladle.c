@@ -934,9 +934,11 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O}", "name", s->name, "doc", s->doc ? s->doc : "", "min_inputs",
-                    s->min_inputs, "max_inputs", s->max_inputs, "num_outputs", s->num_outputs, "devices", devices,
-                    "flags", flags, "args", args);
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z}", "name", s->name, "doc", s->doc ? s->doc : "",
+                    "min_inputs", s->min_inputs, "max_inputs", s->max_inputs, "num_outputs", s->num_outputs,
+                    "devices", devices, "flags", flags, "args", args, "outputs_per_extra_input",
+                    s->outputs_per_extra_input, "output_if",
+                    s->output_if_arg > 0 ? s->args[s->output_if_arg - 1].name : NULL);
 done:
   Py_XDECREF(devices);
   Py_XDECREF(args);

@@ -88,6 +88,8 @@ def _fn_returns(schema, function):
     if getattr(function, "__name__", "") == "tfrecord" and function.__module__.startswith("ladle.fn"):
         return "Dict[str, DataNode]"
     n = schema["num_outputs"]
+    if schema.get("outputs_per_extra_input") or schema.get("output_if"):
+        return "Any"  # outputs depend on the inputs and arguments given: a DataNode, or a tuple of them
     if n == 1:
         return "DataNode"
     if n > 1:

@@ -140,6 +140,10 @@ def _make_operator(schema, public=None):
         if outputs_per is not None:
             value = kwargs[outputs_per]
             count = len(value) if isinstance(value, (list, tuple)) else 1
+        # Outputs DALI adds for optional inputs and a bool argument (random_bbox_crop's labels, bbox_indices).
+        count += schema.get("outputs_per_extra_input", 0) * (len(inputs) - min_inputs)
+        if schema.get("output_if") and kwargs.get(schema["output_if"]):
+            count += 1
         if count == 1:
             return DataNode(pipe, first, instance, out_device)
         return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(count))
@@ -162,6 +166,10 @@ def _docstring(public, schema):
     inputs = str(lo) if lo == hi else f"{lo} to {hi}"
     n = schema["num_outputs"]
     outputs = str(n) if n >= 1 else f"one per element of {schema['args'][-1 - n]['name']!r}"
+    if schema.get("outputs_per_extra_input"):
+        outputs += f", one more per input beyond {lo}"
+    if schema.get("output_if"):
+        outputs += f", one more when {schema['output_if']!r} is True"
     lines.append(f"Inputs: {inputs}. Outputs: {outputs}. Devices: {', '.join(schema['devices'])}.")
     for title, arg_list in (("Keyword arguments:", schema["args"]),
                             ("Arguments every operator takes:", list(_COMMON_ARGS.values()))):

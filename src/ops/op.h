@@ -14,7 +14,7 @@
 #include "io/sampler.h"
 
 #define LADLE_MAX_INPUTS 4
-#define LADLE_MAX_OUTPUTS 4
+#define LADLE_MAX_OUTPUTS 5 /* random_bbox_crop: anchor, shape, bboxes, labels, bbox_indices */
 
 typedef struct ladle__node ladle__node;
 

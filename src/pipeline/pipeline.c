@@ -396,6 +396,10 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
                 LADLE_MAX_OUTPUTS);
     n->num_outputs = count;
   }
+  n->num_outputs += schema->outputs_per_extra_input * (num_inputs - schema->min_inputs);
+  if (schema->output_if_arg > 0 && n->args[schema->output_if_arg - 1].value.u.i) n->num_outputs++;
+  LADLE_CHECK(n->num_outputs <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT, "%s: more than %d outputs",
+              op_name, LADLE_MAX_OUTPUTS);
   LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
   LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;
