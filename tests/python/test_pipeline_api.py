@@ -53,7 +53,10 @@ def test_every_schema_becomes_a_function_with_docs():
 def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
-        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args"}
+        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args",
+                          "outputs_per_extra_input", "output_if"}
+        assert s["outputs_per_extra_input"] in (0, 1)
+        assert s["output_if"] is None or any(a["name"] == s["output_if"] and a["type"] == "bool" for a in s["args"])
         assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
         if s["num_outputs"] < 0:  # one output per element of a list argument

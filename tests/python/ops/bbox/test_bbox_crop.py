@@ -90,7 +90,7 @@ def np_expected_boxes(crop, boxes, nd, prune=None):
 
 
 def check_sample(anchor, shape, in_boxes, out_boxes, indices, nd, kind, threshold, all_boxes, no_crop_allowed,
-                 prune=None, in_shape=None):
+                 prune=None, in_shape=None, needs_box=True):
     rel_anchor = anchor / np.asarray(in_shape, F32) if in_shape is not None else anchor
     rel_shape = shape / np.asarray(in_shape, F32) if in_shape is not None else shape
     crop = np.concatenate([rel_anchor, rel_anchor + rel_shape]).astype(F32)
@@ -106,7 +106,7 @@ def check_sample(anchor, shape, in_boxes, out_boxes, indices, nd, kind, threshol
     if indices is not None:
         assert list(indices) == idx
     np.testing.assert_allclose(out_boxes, want, atol=2e-6)
-    if len(in_boxes) and not whole:
+    if len(in_boxes) and not whole and needs_box:
         assert len(out_boxes) >= 1  # a window keeps a box
 
 
@@ -300,3 +300,52 @@ def test_bad_input():
     assert "random_bbox_crop" in msg and "aspect_ratio" in msg
     msg = error_of(good, ltrb=True, bbox_layout="xyXY")
     assert "random_bbox_crop" in msg and "ltrb" in msg
+
+
+def test_aspect_ratio_in_pixels_with_input_shape():
+    rng = np.random.default_rng(13)
+    boxes = [boxes_in_unit(rng, n, min_size=0.3) for n in (3, 5, 2, 4)]
+    kw = dict(thresholds=[0.0], scaling=[0.2, 0.5], aspect_ratio=[1.0, 1.0], allow_no_crop=False,
+              input_shape=[400, 100], bbox_layout="xyXY")
+    anchor, shape, _ = run_crop(boxes, iterations=3, **kw)
+    for a, s in zip(anchor, shape):  # relative output; square in pixels: w * 400 == h * 100
+        np.testing.assert_allclose(s[0] * 400, s[1] * 100, rtol=1e-5)
+        assert np.all(a >= 0) and np.all(a + s <= 1 + 1e-6)
+    kw["aspect_ratio"] = [0.5, 2.0]
+    anchor, shape, _ = run_crop(boxes, iterations=3, **kw)
+    for s in shape:
+        assert 0.5 * (1 - 1e-5) <= s[0] * 400 / (s[1] * 100) <= 2.0 * (1 + 1e-5)
+
+
+def test_total_num_attempts_ends_the_search():
+    rng = np.random.default_rng(14)
+    boxes = [boxes_in_unit(rng, n) for n in (4, 6, 1)]
+    kw = dict(thresholds=[1.0], allow_no_crop=False, scaling=[0.3, 0.6], aspect_ratio=[0.5, 2.0], num_attempts=3,
+              total_num_attempts=10, bbox_layout="xyXY", output_bbox_indices=True)
+    anchor, shape, out, idx = run_crop(boxes, **kw)  # IoU 1 cannot be reached: the best window so far
+    for k in range(3):
+        check_sample(anchor[k], shape[k], boxes[k], out[k], idx[k], 2, "iou", 0.0, True, False, needs_box=False)
+
+
+def test_per_sample_shapes():
+    rng = np.random.default_rng(15)
+    boxes = [boxes_in_unit(rng, n) for n in (3, 2)]
+    in_shapes = [np.array([640, 480], np.int32), np.array([100, 200], np.int32)]
+    crop_shapes = [np.array([320, 240], np.int32), np.array([100, 50], np.int32)]
+    pipe = ladle.Pipeline(batch_size=2, num_threads=1, seed=3)
+    with pipe:
+        b = fn.external_source(name="b", dtype=types.FLOAT, ndim=2)
+        ins = fn.external_source(name="i", dtype=types.INT32, ndim=1)
+        crs = fn.external_source(name="c", dtype=types.INT32, ndim=1)
+        pipe.set_outputs(*fn.random_bbox_crop(b, input_shape=ins, crop_shape=crs, bbox_layout="xyXY"))
+    try:
+        pipe.feed_input("b", boxes)
+        pipe.feed_input("i", in_shapes)
+        pipe.feed_input("c", crop_shapes)
+        anchor, shape, out = [[np.array(t.at(k)) for k in range(2)] for t in pipe.run()]
+    finally:
+        pipe.close()
+    for k in range(2):
+        np.testing.assert_array_equal(shape[k], crop_shapes[k])
+        assert np.all(anchor[k] >= 0) and np.all(anchor[k] <= in_shapes[k] - crop_shapes[k])
+        check_sample(anchor[k], shape[k], boxes[k], out[k], None, 2, "iou", 0.0, True, False, in_shape=in_shapes[k])
