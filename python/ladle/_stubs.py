@@ -111,7 +111,9 @@ def _fn_function(name, function, indent):
     if name == "external_source":
         return [pad + "def external_source(source: Any = ..., *, name: Optional[str] = ..., device: str = ..., "
                 "dtype: _DType = ..., ndim: Optional[int] = ..., layout: Optional[str] = ..., cycle: Any = ..., "
-                "batch: bool = ..., batch_info: bool = ..., no_copy: bool = ..., **kwargs: Any) -> DataNode: ..."]
+                "batch: Optional[bool] = ..., batch_info: bool = ..., no_copy: Optional[bool] = ..., "
+                "parallel: bool = ..., prefetch_queue_depth: Optional[int] = ..., "
+                "bytes_per_sample_hint: Optional[int] = ..., **kwargs: Any) -> DataNode: ..."]
     schema = function.schema
     args = _arguments(schema, _extra_params(function, schema), "DataNode", ("device", "name"))
     params = ", ".join(["*inputs: DataNode", "device: Optional[str] = ...", "name: Optional[str] = ..."] + args)

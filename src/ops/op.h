@@ -38,7 +38,9 @@ typedef struct ladle__tensor {
   ladle_dtype dtype;
 } ladle__tensor;
 
-/* The element type, rank and layout of an output, fixed at build. */
+/* The element type, rank and layout of an output, fixed at build; ndim < 0:
+ * known only once the first iteration has run (a callback operator's
+ * outputs, and what is computed from them: see ladle__node.deferred). */
 typedef struct ladle__out_desc {
   ladle_dtype dtype;
   int ndim;
@@ -83,6 +85,11 @@ typedef struct ladle__op_def {
   /* > 0: inputs from this index on are read on the host whatever the
    * operator's device (slice's anchor and shape inputs, as in DALI). */
   int host_inputs_from;
+  /* Operators that make their own output batches (LADLE_OP_CALLBACK):
+   * called once per iteration instead of setup/run/run_batch; sets every
+   * node->out_batches[k] to a new reference of `batch` samples, or fails
+   * having set none. host_pool: for batch headers (views). */
+  ladle_status (*produce)(ladle__node *node, ladle__gpu *g, ladle__pool *host_pool, int64_t iteration, int batch);
 } ladle__op_def;
 
 /* The devices an operator built into this library can run on: GPU variants
@@ -123,6 +130,11 @@ struct ladle__node {
    * crop_mirror_normalize runs inside that operator's kernel. */
   ladle__node *fused_into, *fused_from;
   const struct ladle__pipeline_config *config;
+  ladle_callback callback;       /* LADLE_OP_CALLBACK operators: the application's function */
+  /* 1: an input's desc is known only at run time (it comes from a callback
+   * operator), so init runs on the executor before the first iteration uses
+   * the node (ladle__node_init_late). */
+  int deferred;
 
   /* Per iteration, owned by the executor. */
   ladle_batch *in_batches[LADLE_MAX_INPUTS];

@@ -4,8 +4,9 @@
  * output), which skips most of the IDCT work for large crops. */
 #include <stdlib.h>
 
+#include "ops/geometry/resize.h"
 #include "ops/image/decoders.h"
-#include "pipeline/plan.h"
+#include "pipeline/pipeline.h"
 
 extern const ladle__op_def ladle__op_resize;
 extern const ladle__op_def ladle__op_random_resized_crop;
@@ -41,7 +42,7 @@ static void plan_fusion(ladle_pipeline *p) {
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *r = p->nodes[i];
     int resizes = r->def == &ladle__op_resize || r->def == &ladle__op_random_resized_crop;
-    if (!resizes || r->device != LADLE_ON_GPU || r->in[0].dtype != LADLE_UINT8 || is_output(p, r->first_output))
+    if (!resizes || r->deferred || r->device != LADLE_ON_GPU || r->in[0].dtype != LADLE_UINT8 || is_output(p, r->first_output))
       continue;
     ladle__node *c = only_consumer(p, r->first_output);
     if (!c || c->def != &ladle__op_crop_mirror_normalize || c->device != LADLE_ON_GPU || c->inputs[0] != r->first_output)

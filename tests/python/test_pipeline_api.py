@@ -57,10 +57,11 @@ def test_schema_dicts_are_well_formed():
                           "outputs_per_extra_input", "output_if"}
         assert s["outputs_per_extra_input"] in (0, 1)
         assert s["output_if"] is None or any(a["name"] == s["output_if"] and a["type"] == "bool" for a in s["args"])
-        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful"}
+        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
-        if s["num_outputs"] < 0:  # one output per element of a list argument
-            assert s["args"][-1 - s["num_outputs"]]["type"].startswith("list of")
+        if s["num_outputs"] < 0:  # one output per element of a list argument, or as many as an int one says
+            kind = s["args"][-1 - s["num_outputs"]]["type"]
+            assert kind.startswith("list of") or (kind == "int" and "callback" in s["flags"])
         else:
             assert s["num_outputs"] >= 1
         assert s["devices"] and set(s["devices"]) <= {"cpu", "gpu", "mixed"}
