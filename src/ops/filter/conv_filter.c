@@ -99,7 +99,10 @@ static ladle_status conv_setup(ladle__node *n, ladle__sample *s) {
     anchors[k] = valid ? 0 : (int)a;
     if (valid) {
       shape[ha + k] = in.shape[ha + k] - filt.shape[k] + 1;
-      if (shape[ha + k] < 0) shape[ha + k] = 0;
+      if (shape[ha + k] < 1)
+        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "mode=\"valid\": the filter of %s (%lld x %lld) is "
+                             "larger than the sample", s->name ? s->name : "a sample", (long long)filt.shape[0],
+                             (long long)filt.shape[1]);
     }
   }
   if (n->num_inputs > 2) {
