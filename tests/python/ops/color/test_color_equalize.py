@@ -71,10 +71,10 @@ def test_formula(layout):
 def test_against_dali():
     batch = images(2)
     ours, dali = run_both(lambda fn, types, x: fn.equalize(x), {"x": [batch]}, len(batch))
-    for a, b in zip(ours[0], dali[0]):
+    for a, b in zip(ours, dali):
         np.testing.assert_array_equal(a, b)
     ours, dali = run_both(lambda fn, types, x: fn.experimental.equalize(x), {"x": [batch]}, len(batch))
-    for a, b in zip(ours[0], dali[0]):
+    for a, b in zip(ours, dali):
         np.testing.assert_array_equal(a, b)
 
 

@@ -101,7 +101,7 @@ def test_against_dali():
             return fn.filter(x, k, **args)
 
         ours, dali = run_both(graph, {"x": [batch], "k": [filters]}, len(batch))
-        for a, b in zip(ours[0], dali[0]):
+        for a, b in zip(ours, dali):
             assert a.shape == b.shape and a.dtype == b.dtype
             if a.dtype == np.uint8:
                 assert np.abs(a.astype(int) - b).max() <= 1  # both sum in float32, possibly in other orders

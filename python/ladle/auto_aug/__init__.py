@@ -1,0 +1,52 @@
+"""ladle.auto_aug: automatic augmentation schemes, as DALI's
+nvidia.dali.auto_aug (import change only):
+
+    from ladle import fn, types, pipeline_def
+    from ladle.auto_aug import auto_augment, rand_augment, trivial_augment
+
+    @pipeline_def(enable_conditionals=True)   # accepted; ladle does not need it here
+    def pipe():
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True)
+        images = fn.decoders.image(jpegs, device="mixed")
+        images = fn.resize(images, size=[224, 224])
+        images = auto_augment.auto_augment_image_net(images)    # or
+        # images = rand_augment.rand_augment(images, n=2, m=9)
+        # images = trivial_augment.trivial_augment_wide(images)
+        return images, labels
+
+Modules: auto_augment (the AutoAugment paper's policies, apply_auto_augment),
+rand_augment, trivial_augment, augmentations (the suite: shear_x/y,
+translate_x/y, rotate, brightness, contrast, color, sharpness, posterize,
+solarize, solarize_add, invert, equalize, auto_contrast, identity) and core
+(@augmentation, signed_bin, select, Policy). Samples: uint8 HWC images or
+FHWC videos, on the CPU or the GPU (every operator used has both:
+warp_affine, rotate, transforms.* (CPU, small per-sample matrices),
+brightness, saturation, reductions.*, filter, equalize, arithmetic, cast,
+_conditional.merge).
+
+How a sample's augmentation is chosen (the decision, and its cost): DALI
+splits the batch with conditionals (`if op_idx <= mid:` in its select) and
+runs each augmentation on its own samples only. ladle's conditionals run
+both branches of an `if` on every sample and keep each sample's own branch
+(ladle._conditionals); select does the same directly, with a chain of
+_conditional.merge over the op index, so it works with or without
+enable_conditionals. The results are those of DALI's scheme, because every
+random draw is keyed by (operator, sample), not by which samples an
+operator saw. The price is the work of the augmentations a sample does not
+take: each of the 14 suite augmentations runs on the whole batch (for
+auto_augment, each step's candidates: up to 11). Measured on the CPU (this
+machine: 2 cores shared with other jobs, 2 worker threads, 64 random
+224x224x3 uint8 images, bench in tests/python/auto_aug/test_auto_aug_cost.py
+run by hand), per batch: see MEASURED below.
+
+Where ladle differs from DALI: the sharpness filter's parameter stays in
+host memory (ladle's filter reads its filter input on the host, also on the
+GPU); auto_augment stores bin 0 for the steps without magnitude (DALI -999),
+since every candidate looks its parameter up for every sample; contrast and
+auto_contrast cast with fn.cast(dtype=UINT8) (the samples are uint8) where
+DALI uses fn.cast_like, which ladle does not have.
+"""
+
+from . import augmentations, auto_augment, core, rand_augment, trivial_augment
+
+__all__ = ["augmentations", "auto_augment", "core", "rand_augment", "trivial_augment"]
