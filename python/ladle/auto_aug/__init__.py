@@ -34,10 +34,24 @@ enable_conditionals. The results are those of DALI's scheme, because every
 random draw is keyed by (operator, sample), not by which samples an
 operator saw. The price is the work of the augmentations a sample does not
 take: each of the 14 suite augmentations runs on the whole batch (for
-auto_augment, each step's candidates: up to 11). Measured on the CPU (this
-machine: 2 cores shared with other jobs, 2 worker threads, 64 random
-224x224x3 uint8 images, bench in tests/python/auto_aug/test_auto_aug_cost.py
-run by hand), per batch: see MEASURED below.
+auto_augment, each step's candidates, up to 11 per step). Measured with
+bench/auto_aug_bench.py (CPU pipeline, 2 worker threads on a 2-core machine
+shared with other jobs, 64 random 224x224x3 uint8 images, median ms per
+batch, 2026-12-01):
+
+    one augmentation alone: 0.1 (identity) .. 490 (shear_y); mean of the
+      14 suite augmentations (what running only each sample's choice,
+      DALI's way, would cost): 224
+    trivial_augment_wide      3050  (~14x that mean: all 14 run)
+    rand_augment n=2 m=9      7700  (two levels of 14)
+    auto_augment image_net    3770  (two steps of up to 11 candidates)
+
+So on the CPU these schemes cost about one augmentation per candidate and
+sample; on the GPU the same holds in device time, where each augmentation
+is a few batched launches. Skipping the candidates a sample does not take
+needs the executor to know, per sample, which values are used (the
+predicates of the merges) before it runs their producers; that is not done
+here.
 
 Where ladle differs from DALI: the sharpness filter's parameter stays in
 host memory (ladle's filter reads its filter input on the host, also on the

@@ -98,10 +98,9 @@ LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_fold(const ladle__reduce_desc *
   return a;
 }
 
-/* The value member m of group g contributes. */
-LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_term(const ladle__reduce_desc *d, int64_t g, int64_t m) {
+/* The value of the element at offset `at` (of group g). */
+LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_term(const ladle__reduce_desc *d, int64_t g, size_t at) {
   ladle__reduce_acc v;
-  size_t at = (size_t)ladle__reduce_offset(d, g, m);
   if (d->mode == LADLE__ACC_I64) {
     v.i = ladle__load_i64(d->in, at, d->in_type);
   } else if (d->mode == LADLE__ACC_U64) {
@@ -116,14 +115,35 @@ LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_term(const ladle__reduce_desc *
   return v;
 }
 
-/* Chunk c of group g: its members accumulated in order. */
+/* Chunk c of group g: its members accumulated in order, walked with an
+ * odometer over the reduced axes (the first member's offset computed once). */
 LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_chunk(const ladle__reduce_desc *d, int64_t g, int64_t c) {
-  int64_t end = (c + 1) * LADLE__REDUCE_CHUNK;
+  int64_t begin = c * LADLE__REDUCE_CHUNK, end = begin + LADLE__REDUCE_CHUNK;
   if (end > d->members) end = d->members;
+  int64_t ext[8], stride[8], idx[8], s = 1, rest = begin;
+  int k = 0;
+  for (int a = d->ndim - 1; a >= 0; a--) {
+    if (d->reduced[a]) {
+      ext[k] = d->shape[a];
+      stride[k] = s;
+      idx[k] = rest % d->shape[a];
+      rest /= d->shape[a];
+      k++;
+    }
+    s *= d->shape[a];
+  }
+  int64_t at = ladle__reduce_offset(d, g, begin);
   ladle__reduce_acc a;
   a.i = 0;
-  for (int64_t m = c * LADLE__REDUCE_CHUNK; m < end; m++)
-    a = ladle__reduce_fold(d, a, ladle__reduce_term(d, g, m), m == c * LADLE__REDUCE_CHUNK);
+  for (int64_t m = begin; m < end; m++) {
+    a = ladle__reduce_fold(d, a, ladle__reduce_term(d, g, (size_t)at), m == begin);
+    for (int q = 0; q < k; q++) { /* next member: innermost reduced axis first */
+      at += stride[q];
+      if (++idx[q] < ext[q]) break;
+      at -= stride[q] * ext[q];
+      idx[q] = 0;
+    }
+  }
   return a;
 }
 
