@@ -277,3 +277,29 @@ def test_gpu_matches_cpu(scheme):
     for i, c in enumerate(cpu):
         np.testing.assert_array_equal(np.array(out.as_cpu().at(i)), c)
     pipe.close()
+
+
+def test_dali_style_script_ports_by_import():
+    """A DALI script: @pipeline_def(enable_conditionals=True), image shapes from
+    the decoded images' DataNode shape, the schemes chained."""
+    from ladle import pipeline_def
+
+    batch = batch_of(8, 5, size=(30, 26, 3))
+
+    @pipeline_def(batch_size=8, num_threads=2, device_id=None, seed=7, enable_conditionals=True)
+    def pipe():
+        images = fn.external_source(name="x", dtype=types.UINT8, ndim=3, layout="HWC")
+        shape = images.shape()[0:2]  # (H, W) per sample, as fn.peek_image_shape gives DALI scripts
+        images = trivial_augment.trivial_augment_wide(images, shape=shape, max_translate_rel=0.3)
+        if fn.random.coin_flip(probability=0.5):
+            images = rand_augment.rand_augment(images, n=1, m=4, shape=shape)
+        return auto_augment.auto_augment_image_net(images, shape=shape)
+
+    p = pipe()
+    p.build()
+    p.feed_input("x", batch)
+    (out,) = p.run()
+    for i, x in enumerate(batch):
+        y = np.array(out.at(i))
+        assert y.shape == x.shape and y.dtype == np.uint8
+    p.close()
