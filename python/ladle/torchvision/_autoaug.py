@@ -391,7 +391,9 @@ class _InnerContext:
 
     def __init__(self, ctx, k):
         self._ctx, self._k = ctx, k
-        self.device, self.step, self.seed = ctx.device, ctx.step, ctx.seed
+        # Transforms that draw from (seed, step, index) themselves (ColorJitter) get a step of their own,
+        # so that their draws are not RandomApply's.
+        self.device, self.step, self.seed = ctx.device, 2**32 + ctx.step * 256 + k, ctx.seed
 
     def per_sample(self, value_of_shape, ndim=0, with_params=False):
         k = self._k
