@@ -16,8 +16,10 @@ How ladle differs from DALI, and why the results agree: DALI splits the batch
 and runs each branch on its own samples; ladle runs both branches on every
 sample and keeps each sample's own branch. A sample's values are the same
 either way, random ones included, because every draw is keyed by (operator,
-epoch, sample), not by how many samples an operator saw. The cost is the work
-of the branch a sample does not take. Not supported (clear errors): ``return``,
+epoch, sample), not by how many samples an operator saw. Since the condition
+is computed before the branches, the executor leaves out the samples of a
+branch's CPU operators that take the other branch (src/pipeline/demand.h);
+GPU operators run both branches on the whole batch. Not supported (clear errors): ``return``,
 ``break`` or ``continue`` inside a branch of an ``if`` on a DataNode, and
 ``and``/``or``/``not`` on DataNodes (combine conditions with ``&``, ``|`` and
 ``==`` instead); ``while`` on a DataNode.

@@ -132,6 +132,7 @@ struct ladle__node {
   void **scratch;                /* per worker, grown on demand, kept for reuse */
   size_t *scratch_size;
   uint8_t *sample_states;        /* batch_size * sample_state_size */
+  const unsigned char *active;   /* NULL, or per slot 1: computed, 0: left empty (pipeline/demand.h) */
   _Atomic int64_t busy_ns;       /* the executor's wall time in this node (ladle_op_stats) */
 };
 

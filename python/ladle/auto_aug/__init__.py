@@ -26,32 +26,31 @@ _conditional.merge).
 
 How a sample's augmentation is chosen (the decision, and its cost): DALI
 splits the batch with conditionals (`if op_idx <= mid:` in its select) and
-runs each augmentation on its own samples only. ladle's conditionals run
-both branches of an `if` on every sample and keep each sample's own branch
-(ladle._conditionals); select does the same directly, with a chain of
-_conditional.merge over the op index, so it works with or without
-enable_conditionals. The results are those of DALI's scheme, because every
-random draw is keyed by (operator, sample), not by which samples an
-operator saw. The price is the work of the augmentations a sample does not
-take: each of the 14 suite augmentations runs on the whole batch (for
-auto_augment, each step's candidates, up to 11 per step). Measured with
-bench/auto_aug_bench.py (CPU pipeline, 2 worker threads on a 2-core machine
-shared with other jobs, 64 random 224x224x3 uint8 images, median ms per
-batch, 2026-12-01):
+runs each augmentation on its own samples only. ladle's select joins the
+candidates' results with a chain of _conditional.merge over the op index
+(what ladle's conditionals make of an `if`), so it works with or without
+enable_conditionals, and creates the predicates before the candidates. Its
+executor then computes, per sample, only what the sample's merges read
+(src/pipeline/demand.h): each candidate's CPU operators run on the samples
+that take it; GPU operators run on the whole batch (one launch each) and
+keep each sample's own result. The values are those of DALI's scheme either
+way, because every random draw is keyed by (operator, sample), not by which
+samples an operator saw. Measured with bench/auto_aug_bench.py (CPU
+pipeline, 2 worker threads on a 2-core machine shared with other jobs, 64
+random 224x224x3 uint8 images, median ms per batch, 2026-12-01; the
+machine's load varied between runs by up to 2x):
 
-    one augmentation alone: 0.1 (identity) .. 490 (shear_y); mean of the
-      14 suite augmentations (what running only each sample's choice,
-      DALI's way, would cost): 224
-    trivial_augment_wide      3050  (~14x that mean: all 14 run)
-    rand_augment n=2 m=9      7700  (two levels of 14)
-    auto_augment image_net    3770  (two steps of up to 11 candidates)
+                             per-sample demand   everything computed
+                                                 (LADLE_NO_DEMAND=1)
+    trivial_augment_wide          296                 7605
+    rand_augment n=2 m=9          600                18407
+    auto_augment image_net        424                 9832
+    mean of the 14 augmentations alone (DALI's split would cost about
+    this per level): 307 and 533 in the same two runs
 
-So on the CPU these schemes cost about one augmentation per candidate and
-sample; on the GPU the same holds in device time, where each augmentation
-is a few batched launches. Skipping the candidates a sample does not take
-needs the executor to know, per sample, which values are used (the
-predicates of the merges) before it runs their producers; that is not done
-here.
+So on the CPU a scheme costs about one augmentation per level and sample,
+as in DALI; without the demand masks (and on the GPU, in device time) it
+costs every candidate of every level.
 
 Where ladle differs from DALI: the sharpness filter's parameter stays in
 host memory (ladle's filter reads its filter input on the host, also on the

@@ -91,12 +91,13 @@ def apply_auto_augment(policy, data, seed=None, **kwargs):
     if any(aug.randomly_negate for aug in policy.augmentations.values()):
         bins = signed_bin(bins, seed=seed, shape=(steps,))
     forbid_unused_kwargs(policy.augmentations.values(), kwargs, "apply_auto_augment")
+    run = [should_run[k] < run_prob[k] for k in range(steps)]  # known before the steps' augmentations
     for k in range(steps):
         applied = pretty_select(per_step[k], aug_ids[k], dict(data=data, magnitude_bin=bins[k],
                                                                 num_magnitude_bins=policy.num_magnitude_bins,
                                                                 **kwargs),
                                 "apply_auto_augment", "get_image_net_policy")
-        data = getattr(fn, "_conditional").merge(applied, data, predicate=should_run[k] < run_prob[k]) \
+        data = getattr(fn, "_conditional").merge(applied, data, predicate=run[k]) \
             if applied is not data else data
     return data
 

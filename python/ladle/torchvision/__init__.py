@@ -131,9 +131,10 @@ tests/python/test_torchvision_api.py):
   histogram in integers: within 3 levels on 224x224 images, far more on
   small ones). Operations, magnitudes and signs are drawn per image on the
   host from Compose's seed (torchvision's distribution, not torch's
-  numbers). Every candidate operation of a level runs on every image and
-  each image keeps its own (see ladle.auto_aug for that cost); the five
-  warps share one warp_affine.
+  numbers). A level's candidates are joined by per-image merges: on the CPU
+  each runs only on the images that take it, on the GPU every candidate
+  runs on the batch (see ladle.auto_aug); the five warps share one
+  warp_affine.
 - RandomErasing: torchvision's box rule (area in scale, log-uniform ratio, 10
   attempts, nothing when none fits), drawn on the host by NumPy from the
   Compose's seed (not torch's numbers), erased by ladle's erase (functional

@@ -216,6 +216,7 @@ class _AutoAugmentBase(_ColorTransform):
             mag = ctx.per_sample(lambda h, w, p, k=level: float(p[k][1]), with_params=True)
             factor = (ctx.per_sample(lambda h, w, p, k=level: 1.0 + float(p[k][1]), with_params=True),
                       ctx.per_sample(lambda h, w, p, k=level: 1.0 - (1.0 + float(p[k][1])), with_params=True))
+            picks = [index == float(k) for k in range(len(groups) - 1)]  # before the candidates (demand.h)
             outs = []
             for g in groups:
                 if g == "Identity":
@@ -242,17 +243,17 @@ class _AutoAugmentBase(_ColorTransform):
                         outs.append(solarize(node, mag))
                     else:
                         outs.append({"AutoContrast": autocontrast, "Equalize": equalize, "Invert": invert}[g](node))
-            node = _select(outs, index)
+            node = _select(outs, picks)
         return node
 
 
-def _select(outs, index):
+def _select(outs, picks):
     result = outs[-1]
     for k in range(len(outs) - 2, -1, -1):
         a, b = outs[k], result
         if a.device != b.device:
             a, b = (a.gpu(), b) if b.device == "gpu" else (a, b.gpu())
-        result = getattr(fn, "_conditional").merge(a, b, predicate=index == float(k))
+        result = getattr(fn, "_conditional").merge(a, b, predicate=picks[k])
     return result
 
 

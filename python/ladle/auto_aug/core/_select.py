@@ -16,17 +16,19 @@ def select(ops, selected_op_idx, *op_args, **op_kwargs):
     (DALI's select). `selected_op_idx`: per-sample ints in [0, len(ops)).
 
     DALI splits the batch with conditionals and runs each op on its own
-    samples. ladle runs every op on the whole batch and keeps each sample's
-    own result (a chain of _conditional.merge, as its conditionals do); the
-    values are the same, because every random draw is keyed by (operator,
-    sample), and the cost is the work of the ops a sample does not take
-    (measured in ladle.auto_aug's docstring)."""
+    samples. ladle joins the ops' results with a chain of
+    _conditional.merge, as its conditionals do, and its executor computes
+    each op's CPU operators only for the samples that take it (GPU
+    operators run on the whole batch); the values are the same, because
+    every random draw is keyed by (operator, sample). See ladle.auto_aug's
+    docstring for the cost."""
     if not ops:
         raise Exception("select: the list of augmentations is empty")
+    # The predicates first: the executor then computes each op only for the samples that take it
+    # (pipeline/demand.h), since they are known before the ops run.
+    picks = [selected_op_idx == k for k in range(len(ops) - 1)]
     outs = [op(*op_args, **op_kwargs) for op in ops]
-    if len(outs) == 1:
-        return outs[0]
     result = outs[-1]
     for k in range(len(outs) - 2, -1, -1):
-        result = _merge(outs[k], result, selected_op_idx == k)
+        result = _merge(outs[k], result, picks[k])
     return result
