@@ -119,6 +119,8 @@ struct ladle__node {
   int num_sources;
   int sources[LADLE_MAX_INPUTS]; /* value ids of per-sample arguments */
   void *state;                   /* the op's own, from init */
+  int all_samples;               /* set by init when setup/run read other samples' state (normalize with
+                                    batch=True): the executor then computes every sample (pipeline/demand.h) */
   /* GPU fusion (pipeline/plan.c): a resize whose only reader is a
    * crop_mirror_normalize runs inside that operator's kernel. */
   ladle__node *fused_into, *fused_from;

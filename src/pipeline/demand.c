@@ -44,7 +44,7 @@ ladle_status ladle__demand_init(ladle_pipeline *p) {
   for (int i = 0; i < n; i++) {
     const ladle__node *c = p->nodes[i];
     unsigned flags = c->def->schema.flags;
-    d->force[i] |= !consumed[i] || c->device != LADLE_ON_CPU || c->def->views_input || c->fused_into || c->fused_from ||
+    d->force[i] |= !consumed[i] || c->all_samples || c->device != LADLE_ON_CPU || c->def->views_input || c->fused_into || c->fused_from ||
                    (flags & (LADLE_OP_READER | LADLE_OP_EXTERNAL | LADLE_OP_STATEFUL));
     d->merge_pred[i] = -1;
     if (is_merge(c) && c->args[0].source >= 0) d->merge_pred[i] = p->values[c->sources[c->args[0].source]].node;

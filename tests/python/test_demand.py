@@ -110,3 +110,17 @@ def test_nested_and_shared_values():
     a, b = run(graph, feeds, False), run(graph, feeds, True)
     for u, v in zip(a[0] + a[1], b[0] + b[1]):
         np.testing.assert_array_equal(u, v)
+
+
+def test_batch_statistics_see_every_sample():
+    """normalize(batch=True) reads every sample's statistics: it computes them all, inside a branch too."""
+    feeds = {"x": images(10, 3)}
+
+    def graph(x):
+        pick = fn.random.coin_flip(probability=0.5) == 1
+        xf = fn.cast(x, dtype=types.FLOAT)
+        return getattr(fn, "_conditional").merge(fn.normalize(xf, batch=True), xf, predicate=pick)
+
+    a, b = run(graph, feeds, False), run(graph, feeds, True)
+    for u, v in zip(a[0] + a[1], b[0] + b[1]):
+        np.testing.assert_array_equal(u, v)

@@ -52,6 +52,7 @@ static ladle_status norm_init(ladle__node *n) {
   if (in->dtype == LADLE_FLOAT16 || n->out[0].dtype == LADLE_FLOAT16)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "float16 is not supported here (cast first)");
   LADLE_TRY_OP(ladle__reduced_axes(n, NM_AXES, NM_AXIS_NAMES, st->reduced));
+  n->all_samples = (int)ladle__arg_int(n, NULL, NM_BATCH); /* batch statistics read every sample's state */
   n->out[0] = *in;
   n->out[0].dtype = (ladle_dtype)ladle__arg_int(n, NULL, NM_DTYPE);
   if (n->out[0].dtype == LADLE_FLOAT16)
