@@ -271,6 +271,12 @@ typedef struct ladle_arg_schema {
 #define LADLE_OP_MOVES_DATA 4u  /* only moves data between devices (.gpu()): takes no random stream */
 #define LADLE_OP_EXTERNAL 8u    /* its batches are fed by the application (external_source) */
 #define LADLE_OP_STATEFUL 16u   /* keeps state across iterations beyond its position (none today) */
+#define LADLE_OP_CALLBACK 32u   /* its work is the application's function (python_function): added with
+                                   ladle_pipeline_add_callback_op */
+#define LADLE_OP_EPILOGUE 64u   /* on the GPU, can run per output pixel inside the kernel of the operator before
+                                   it (crop_mirror_normalize after resize), when that one accepts it */
+#define LADLE_OP_ACCEPTS_EPILOGUE 128u /* its GPU kernel can apply the operator after it (one flagged
+                                          LADLE_OP_EPILOGUE, its output's only reader) per output pixel */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {
@@ -283,6 +289,17 @@ typedef struct ladle_op_schema {
   unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
   const ladle_arg_schema *args;
+  /* Outputs after the num_outputs fixed ones, as DALI adds them: one per input
+   * given beyond min_inputs when outputs_per_extra_input is 1 (a labels input
+   * gets a labels output), then one when the bool argument
+   * args[output_if_arg - 1] is true (0: none). random_bbox_crop, bbox_rotate. */
+  int outputs_per_extra_input;
+  int output_if_arg;
+  /* When the string argument args[one_output_if_arg - 1] is its choice
+   * number one_output_choice, the num_outputs fixed outputs are one
+   * (random_object_bbox's format="box"); 0: never. */
+  int one_output_if_arg;
+  int one_output_choice;
 } ladle_op_schema;
 
 /** Number of registered operators. */
@@ -411,6 +428,44 @@ LADLE_API ladle_status ladle_pipeline_add_op(ladle_pipeline *pipeline, const cha
                                              const char *device, const int *inputs,
                                              int num_inputs, const ladle_arg *args, int num_args,
                                              const char *instance_name, int *first_output);
+
+/* What a callback operator's function gets, once per iteration (on the
+ * executor thread, never on two threads at once for one operator). */
+typedef struct ladle_callback_call {
+  int64_t iteration;
+  int batch_size;               /* this iteration's samples: every output must hold as many */
+  int num_inputs;
+  ladle_batch *const *inputs;   /* borrowed: retain what is kept past the call */
+  int num_outputs;
+  ladle_batch **outputs;        /* the function stores one new reference per output */
+  void *cuda_stream;            /* GPU operators: the pipeline's stream, synchronized before the call (its
+                                   inputs are ready); GPU outputs must be ready in this stream's order */
+  char *error;                  /* on failure: the message, at most error_size bytes with the NUL */
+  size_t error_size;
+} ladle_callback_call;
+
+typedef struct ladle_callback {
+  /* Returns LADLE_OK with every output set, or a failure status with `error`
+   * written (outputs it set are released by the pipeline). */
+  ladle_status (*call)(void *ctx, ladle_callback_call *call);
+  /* Called once when the pipeline lets go of ctx (destroy, or a failed add); may be NULL. */
+  void (*release)(void *ctx);
+  void *ctx;
+} ladle_callback;
+
+/**
+ * ladle_pipeline_add_op for an operator with LADLE_OP_CALLBACK: its outputs
+ * are what `callback` returns. Their dtype, rank and layout are known from
+ * the first iteration on: operators reading them check their inputs then
+ * (the first run() reports what build would have), and every later
+ * iteration must give the same dtype and rank. The callback's release runs
+ * also when adding fails.
+ */
+LADLE_API ladle_status ladle_pipeline_add_callback_op(ladle_pipeline *pipeline, const char *op_name,
+                                                      const char *device, const int *inputs, int num_inputs,
+                                                      const ladle_arg *args, int num_args,
+                                                      const char *instance_name, const ladle_callback *callback,
+                                                      int *first_output);
 
 /** Declares which nodes run() returns, in order. */
 LADLE_API ladle_status ladle_pipeline_set_outputs(ladle_pipeline *pipeline, const int *nodes,

@@ -51,17 +51,30 @@ def render():
     lines = ["# Operator arguments", "",
              "Made by `python -m ladle._argtable` from the operator schemas (do not edit). Status: implemented; "
              "per sample (may also be a DataNode); accepted, no effect (cannot change results here: the doc says "
-             "why); refused (DALI 2.4 has it, ladle rejects it with an error naming it).", "",
+             "why); implemented (Python): handled by the operator's Python function (fn.external_source, "
+             "fn.python_function); accepted, ignored with a warning; refused (DALI 2.4 has it, ladle rejects it with "
+             "an error naming it).", "",
              "Every operator also takes: " + ", ".join(
                  f"`{n}` ({_status(a)})" for n, a in sorted(common.items())) + ".", ""]
+    from . import fn
+
     for name, schema in sorted(op_schemas().items()):
         if name.startswith("_"):
             continue
         ours = {a["name"]: a for a in schema["args"]}
+        # Arguments a Python wrapper of the operator handles (external_source's source, python_function's function)
+        wrapper = fn
+        for part in name.split("."):
+            wrapper = getattr(wrapper, part, None)
+        python_args = getattr(wrapper, "python_args", {})
         lines += [f"## fn.{name}", "", "| argument | status | doc |", "|---|---|---|"]
-        for arg_name, a in sorted(ours.items()):
-            doc = " ".join(a["doc"].split()).replace("|", "\\|")
-            lines.append(f"| `{arg_name}` | {_status(a)} | {doc} |")
+        rows = [(n, _status(a), a["doc"]) for n, a in ours.items()]
+        rows += [(n, "implemented (Python)" if d else "accepted, ignored with a warning", d or "Has no use here.")
+                 for n, d in python_args.items() if n not in ours]
+        for arg_name, status, doc in sorted(rows):
+            doc = " ".join(doc.split()).replace("|", "\\|")
+            lines.append(f"| `{arg_name}` | {status} | {doc} |")
+        ours = dict(ours, **python_args)
         if dali is not None and name in dali:
             for arg_name in sorted(dali[name] - set(ours) - set(common)):
                 lines.append(f"| `{arg_name}` | refused | DALI 2.4's; not in ladle |")

@@ -88,6 +88,8 @@ def _fn_returns(schema, function):
     if getattr(function, "__name__", "") == "tfrecord" and function.__module__.startswith("ladle.fn"):
         return "Dict[str, DataNode]"
     n = schema["num_outputs"]
+    if schema.get("outputs_per_extra_input") or schema.get("output_if") or schema.get("one_output_if"):
+        return "Any"  # outputs depend on the inputs and arguments given: a DataNode, or a tuple of them
     if n == 1:
         return "DataNode"
     if n > 1:
@@ -109,7 +111,9 @@ def _fn_function(name, function, indent):
     if name == "external_source":
         return [pad + "def external_source(source: Any = ..., *, name: Optional[str] = ..., device: str = ..., "
                 "dtype: _DType = ..., ndim: Optional[int] = ..., layout: Optional[str] = ..., cycle: Any = ..., "
-                "batch: bool = ..., batch_info: bool = ..., no_copy: bool = ..., **kwargs: Any) -> DataNode: ..."]
+                "batch: Optional[bool] = ..., batch_info: bool = ..., no_copy: Optional[bool] = ..., "
+                "parallel: bool = ..., prefetch_queue_depth: Optional[int] = ..., "
+                "bytes_per_sample_hint: Optional[int] = ..., **kwargs: Any) -> DataNode: ..."]
     schema = function.schema
     args = _arguments(schema, _extra_params(function, schema), "DataNode", ("device", "name"))
     params = ", ".join(["*inputs: DataNode", "device: Optional[str] = ...", "name: Optional[str] = ..."] + args)

@@ -140,6 +140,14 @@ def _make_operator(schema, public=None):
         if outputs_per is not None:
             value = kwargs[outputs_per]
             count = len(value) if isinstance(value, (list, tuple)) else 1
+        # One fixed output for one choice of a string argument (random_object_bbox's format="box").
+        if schema.get("one_output_if") and str(kwargs.get(schema["one_output_if"]) or "").lower() == \
+                schema["one_output_choice"]:
+            count = 1
+        # Outputs DALI adds for optional inputs and a bool argument (random_bbox_crop's labels, bbox_indices).
+        count += schema.get("outputs_per_extra_input", 0) * (len(inputs) - min_inputs)
+        if schema.get("output_if") and kwargs.get(schema["output_if"]):
+            count += 1
         if count == 1:
             return DataNode(pipe, first, instance, out_device)
         return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(count))
@@ -162,6 +170,12 @@ def _docstring(public, schema):
     inputs = str(lo) if lo == hi else f"{lo} to {hi}"
     n = schema["num_outputs"]
     outputs = str(n) if n >= 1 else f"one per element of {schema['args'][-1 - n]['name']!r}"
+    if schema.get("outputs_per_extra_input"):
+        outputs += f", one more per input beyond {lo}"
+    if schema.get("output_if"):
+        outputs += f", one more when {schema['output_if']!r} is True"
+    if schema.get("one_output_if"):
+        outputs += f" (1 when {schema['one_output_if']!r} is {schema['one_output_choice']!r})"
     lines.append(f"Inputs: {inputs}. Outputs: {outputs}. Devices: {', '.join(schema['devices'])}.")
     for title, arg_list in (("Keyword arguments:", schema["args"]),
                             ("Arguments every operator takes:", list(_COMMON_ARGS.values()))):
@@ -254,13 +268,13 @@ _populate()
 
 
 # DALI's external_source arguments ladle accepts and has no use for.
-_EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "blocking", "prefetch_queue_depth", "parallel",
-                               "repeat_last"})
+_EXTERNAL_IGNORED = frozenset({"cuda_stream", "use_copy_kernel", "blocking", "repeat_last"})
 _generated_external_source = globals()["external_source"]  # made by _populate() from the schema
 
 
 def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None, cycle=None,
-                    batch=True, batch_info=False, no_copy=False, **kwargs):
+                    batch=None, batch_info=False, no_copy=None, parallel=False, prefetch_queue_depth=None,
+                    bytes_per_sample_hint=None, **kwargs):
     """fn.external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=None, layout=None,
     cycle=None, batch=True, batch_info=False, no_copy=False)
 
@@ -292,12 +306,35 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
     dtype=UINT8. ndim defaults to len(layout), else 3; layout defaults to
     "HWC" for ndim 3. Data that differ from the declared dtype or ndim fail
     with an error naming the source. Encoded files (JPEG bytes) are
-    dtype=UINT8, ndim=1. DALI's parallel,
-    cuda_stream and the like are accepted and ignored (with a warning).
+    dtype=UINT8, ndim=1. DALI's cuda_stream and the like are accepted and
+    ignored (with a warning).
+
+    parallel=True (DALI's) runs `source` in the pipeline's worker processes
+    (Pipeline(py_num_workers=..., py_start_method="fork"|"spawn")), keeping
+    prefetch_queue_depth (default 1) batches in flight. batch=False takes a
+    callable of one SampleInfo per sample; batch=True (the default, as DALI
+    2.4 behaves whatever its documentation says) a callable of one argument
+    (BatchInfo or index), a re-iterable or a generator function. Results come through shared memory; see
+    ladle._parallel for errors and shutdown. bytes_per_sample_hint (parallel
+    only) has no effect: shared memory is sized to each batch.
     """
     pipe = Pipeline.current()
     if pipe is None:
         raise _ladle.StateError("fn.external_source() must be called inside a pipeline definition")
+    if batch is None:
+        # DALI 2.4's fn.external_source takes batches also with parallel=True (its documentation says
+        # parallel sets batch=False; what it does is what scripts rely on).
+        batch = True
+    if parallel:
+        _check_parallel_source(source, batch, no_copy, prefetch_queue_depth, bytes_per_sample_hint)
+        prefetch_queue_depth = 1 if prefetch_queue_depth is None else int(prefetch_queue_depth)
+    else:
+        for value, what in ((prefetch_queue_depth, "prefetch_queue_depth"),
+                            (bytes_per_sample_hint, "bytes_per_sample_hint")):
+            if value is not None:
+                raise _ladle.InvalidArgumentError(f"fn.external_source: the argument {what!r} is valid only for "
+                                                  "parallel external sources (parallel=True)")
+    no_copy = bool(no_copy)
     if not batch and source is None:
         raise _ladle.InvalidArgumentError("fn.external_source: batch=False needs a source (feed_input takes batches)")
     unknown = sorted(set(kwargs) - _EXTERNAL_IGNORED)
@@ -315,6 +352,11 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
     src = None
     if source is not None:
         src = _Source(name, source, cycle, bool(batch), bool(batch_info), pipe.max_batch_size)
+        if parallel:
+            from ._parallel import ParallelSource
+
+            src = ParallelSource(name, source, cycle, bool(batch), bool(batch_info), pipe.max_batch_size,
+                                 prefetch_queue_depth, src)
         if dtype is None or (ndim is None and layout is None):
             # As DALI: the first batch the source gives decides what is left out.
             first = src.peek()
@@ -335,7 +377,110 @@ def external_source(source=None, *, name=None, device="cpu", dtype=None, ndim=No
 
 
 external_source.schema = _generated_external_source.schema
+external_source.python_args = dict(
+    {k: None for k in _EXTERNAL_IGNORED},
+    source="The callable, iterable or generator function giving batches (or samples with batch=False).",
+    name="The source's name, for feed_input.",
+    cycle="Restarting an iterable: False, True/\"quiet\" or \"raise\" (DALI's).",
+    batch="True: the source gives batches; False: samples.",
+    batch_info="True: a batch source gets a types.BatchInfo instead of the batch index.",
+    no_copy="True: fed arrays are taken without a copy (they must not change until used).",
+    parallel="True: the source runs in the pipeline's worker processes (py_num_workers).",
+    prefetch_queue_depth="parallel=True: batches computed ahead per source (default 1).",
+    bytes_per_sample_hint="parallel=True: a hint with no effect (shared memory is sized to each batch).")
 
+
+def _check_parallel_source(source, batch, no_copy, depth, hint):
+    """DALI's rules for parallel=True sources."""
+    import inspect as _inspect
+
+    where = "fn.external_source(parallel=True)"
+    if source is None:
+        raise _ladle.InvalidArgumentError(f"{where}: needs a source (feed_input cannot feed worker processes)")
+    if no_copy is not None and not no_copy:
+        raise _ladle.InvalidArgumentError(f"{where}: the argument 'no_copy' cannot be False with parallel=True")
+    if isinstance(depth, bool) or (depth is not None and (not isinstance(depth, (int, np.integer)) or depth < 1)):
+        raise _ladle.InvalidArgumentError(f"{where}: prefetch_queue_depth must be a positive integer, got {depth!r}")
+    if hint is not None and (not isinstance(hint, (int, np.integer)) or hint < 1):
+        raise _ladle.InvalidArgumentError(f"{where}: bytes_per_sample_hint must be a positive integer, got {hint!r}")
+    generator = callable(source) and _inspect.isgeneratorfunction(_inspect.unwrap(source))
+    if callable(source) and not generator:
+        try:
+            params = [p for p in _inspect.signature(source).parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty]
+        except (TypeError, ValueError):
+            params = [None]
+        if len(params) != 1:
+            raise TypeError(f"{where}: the callable must accept exactly one argument: a types.SampleInfo with "
+                            "batch=False, or a types.BatchInfo or the batch's index with batch=True")
+        return
+    if not batch:
+        what = "a generator function" if generator else "an iterable"
+        raise TypeError(f"{where} with {what} must be run in batch mode (batch=True, the source giving batches)")
+    if not generator and iter(source) is source:
+        raise _ladle.InvalidArgumentError(f"{where}: an iterator or generator object cannot be handed to a worker "
+                                          "process; give a re-iterable (a list) or the generator function itself")
+
+
+from . import _python_function  # noqa: E402
+
+_generated_python_function = globals()["python_function"]
+_generated_dl_tensor_python_function = globals()["dl_tensor_python_function"]
+
+
+def python_function(*inputs, function, num_outputs=1, batch_processing=False, output_layouts=None, device=None,
+                    name=None, **kwargs):
+    """fn.python_function(*inputs, function, num_outputs=1, batch_processing=False, output_layouts=None,
+    device=None, name=None)
+
+    Runs `function` on the inputs inside the pipeline (DALI's): per sample, or
+    once per batch with batch_processing=True (each input then a list of
+    samples, each output a list). On the cpu the function gets read-only
+    NumPy views of the pipeline's memory and returns NumPy arrays; on the gpu
+    CuPy arrays when CuPy is installed, else torch CUDA tensors. It returns a
+    tuple of num_outputs arrays when num_outputs > 1, None when 0. Runs on
+    the pipeline's executor thread with any exec_async/exec_pipelined (as
+    DALI 2.4's default executor allows); an exception in it fails run() with
+    ladle.Error chained to it. See ladle._python_function for the details.
+    """
+    _python_function_common_args(kwargs, "fn.python_function")
+    return _python_function.add("fn.python_function", "python_function", inputs, function, num_outputs,
+                                batch_processing, output_layouts, device, name, "numpy")
+
+
+def dl_tensor_python_function(*inputs, function, num_outputs=1, batch_processing=True, output_layouts=None,
+                              synchronize_stream=True, device=None, name=None, **kwargs):
+    """fn.dl_tensor_python_function(*inputs, function, num_outputs=1, batch_processing=True,
+    output_layouts=None, synchronize_stream=True, device=None, name=None)
+
+    fn.python_function on DLPack capsules (DALI's): the function gets a list
+    of capsules per input (one capsule per input with batch_processing=False)
+    and returns capsules (or objects with __dlpack__) in the same shape.
+    batch_processing defaults to True, as DALI's DLTensorPythonFunction does.
+    synchronize_stream=False (device="gpu"): the pipeline's stream is not
+    waited for before the call; order GPU work after
+    ladle.fn.current_dali_stream() yourself.
+    """
+    _python_function_common_args(kwargs, "fn.dl_tensor_python_function")
+    return _python_function.add("fn.dl_tensor_python_function", "dl_tensor_python_function", inputs, function,
+                                num_outputs, batch_processing, output_layouts, device, name, "dlpack",
+                                extra={"synchronize_stream": bool(synchronize_stream)})
+
+
+def _python_function_common_args(kwargs, public):
+    """DALI's base arguments (preserve, bytes_per_sample_hint, seed) have no
+    effect on a Python function; anything else is an error."""
+    unknown = sorted(set(kwargs) - set(_COMMON_ARGS))
+    if unknown:
+        raise _ladle.InvalidArgumentError(f"{public}: unknown argument(s): {', '.join(unknown)}")
+
+
+_PYTHON_FUNCTION_ARGS = {"function": "The Python callable (see fn.python_function's doc for what it gets and returns)."}
+python_function.python_args = _PYTHON_FUNCTION_ARGS
+dl_tensor_python_function.python_args = _PYTHON_FUNCTION_ARGS
+current_dali_stream = _python_function.current_stream
+python_function.schema = _generated_python_function.schema
+dl_tensor_python_function.schema = _generated_dl_tensor_python_function.schema
 
 # fn.readers.tfrecord takes and returns dicts (DALI's features=): a wrapper over the generated operator.
 from . import tfrecord as _tfrecord  # noqa: E402

@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import sys
 import threading
 import types as _types
 import warnings
@@ -25,9 +26,6 @@ _DALI_IGNORED = frozenset({
     "bytes_per_sample",
     "default_cuda_stream_priority",
     "enable_memory_stats",
-    "py_num_workers",
-    "py_start_method",
-    "py_callback_pickler",
     "output_dtype",
     "output_ndim",
     "exec_dynamic",
@@ -381,8 +379,8 @@ class DataNode(_Arithmetic):
     def __bool__(self):
         raise TypeError(
             "a DataNode has no truth value while the graph is defined: for a per-sample `if`, define the "
-            "pipeline with @pipeline_def(enable_conditionals=True) (and combine conditions with &, | rather than "
-            "and, or, not)"
+            "pipeline with @pipeline_def(enable_conditionals=True), where `and`, `or` and `not` work on DataNodes too "
+            "(or combine conditions with &, |)"
         )
 
 
@@ -410,6 +408,23 @@ class ThreadPool:
     @property
     def num_threads(self):
         return self._c.num_threads
+
+
+def _os_string(s):
+    """A str that is not valid UTF-8 text (a file name os.listdir decoded with
+    surrogateescape) as the bytes the file system has; the library takes both."""
+    if isinstance(s, str):
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            return os.fsencode(s)
+    return s
+
+
+def _os_strings(value):
+    if isinstance(value, (list, tuple)):
+        return type(value)(_os_string(v) for v in value)
+    return _os_string(value)
 
 
 class Pipeline:
@@ -453,6 +468,10 @@ class Pipeline:
         samples are allowed before the pipeline raises LimitError listing
         them: an int, or a float in (0, 1] meaning that fraction of the
         reader's epoch; None (default): no limit.
+      py_num_workers, py_start_method: the worker processes of
+        external_source(parallel=True) sources (DALI's): how many (>= 1),
+        started with "fork" (default) or "spawn" when the pipeline is built
+        (see ladle._parallel).
       enable_conditionals: per-sample `if` on DataNodes in a @pipeline_def
         function (see ladle._conditionals for how and what is supported).
       enable_checkpointing: allow checkpoint() (DALI's argument).
@@ -475,7 +494,8 @@ class Pipeline:
     def __init__(self, batch_size=-1, num_threads=-1, device_id=-1, seed=-1, prefetch_queue_depth=2,
                  exec_async=True, exec_pipelined=True, set_affinity=False, max_pixels=None, thread_pool=None,
                  enable_conditionals=False, enable_checkpointing=False, checkpoint=None, on_error="raise",
-                 max_skipped_samples=None, **kwargs):
+                 max_skipped_samples=None, py_num_workers=1, py_start_method="fork", py_callback_pickler=None,
+                 **kwargs):
         unknown = sorted(set(kwargs) - _DALI_IGNORED)
         if unknown:
             raise TypeError(f"Pipeline() got unexpected keyword argument(s): {', '.join(unknown)}")
@@ -507,6 +527,16 @@ class Pipeline:
         self._c = None  # the _ladle._Pipeline, made on first use
         self._closed = False
         self._op_names = set()
+        self._callback_errors = {}  # python_function exceptions by token, until run() raises them
+        self._py_num_workers, self._py_start_method = py_num_workers, py_start_method
+        if py_start_method not in ("fork", "spawn"):
+            raise _ladle.InvalidArgumentError(f"Pipeline: py_start_method={py_start_method!r}: use \"fork\" or "
+                                              "\"spawn\"")
+        if py_callback_pickler is not None:
+            raise _ladle.NotAvailableError("Pipeline: py_callback_pickler is not supported by ladle: with "
+                                           "py_start_method=\"spawn\" sources are pickled with pickle (define them "
+                                           "at module level)")
+        self._workers = None  # the _parallel.WorkerPool of parallel external sources, from build on
         self._readers = []
         self._sources = {}  # external_source name -> _Source (those given a `source`)
         self._ahead = 0  # iterations drawn from the sources and not yet returned by run()
@@ -595,21 +625,23 @@ class Pipeline:
                                        self._skip, self._max_skipped, self._max_skipped_fraction)
         return self._c
 
-    def _add_op(self, op_name, device, inputs, args, name):
-        """Adds operator `op_name`; returns (first output id, instance name)."""
+    def _add_op(self, op_name, device, inputs, args, name, callback=None, public=None):
+        """Adds operator `op_name`; returns (first output id, instance name).
+        `callback`: a callback operator's dispatcher (ladle._python_function)."""
         if name is None:
             name = f"__{op_name}_{len(self._op_names)}"
             while name in self._op_names:
                 name += "_"
         elif name in self._op_names:
             raise _ladle.InvalidArgumentError(f"fn.{op_name}: an operator named {name!r} is already in the pipeline")
+        args = [(k, _os_strings(v)) for k, v in args] if isinstance(args, list) else args
         try:
-            first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name)
+            first = self._handle().add_op(op_name, device, [x._id for x in inputs], args, name, callback)
         except _ladle.Error as e:
             # The library names the operator by its schema; the user called fn.<name>.
             text = str(e)
             if text.startswith(op_name + ": "):
-                e.args = ("fn." + text,) + e.args[1:]
+                e.args = ((public or "fn." + op_name) + text[len(op_name):],) + e.args[1:]
             raise
         self._op_names.add(name)
         self._op_list.append(op_name)
@@ -677,8 +709,26 @@ class Pipeline:
 
     # --- running ---------------------------------------------------------
 
+    def _start_workers(self):
+        """Starts the worker processes of parallel external sources."""
+        from . import _parallel
+
+        parallel = [s for s in self._sources.values() if isinstance(s, _parallel.ParallelSource)]
+        if not parallel or self._workers is not None:
+            return
+        n = self._py_num_workers
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise _ladle.InvalidArgumentError(
+                f"Pipeline: external_source {parallel[0].name!r} has parallel=True, which needs py_num_workers >= "
+                f"1; got {n!r}")
+        self._workers = _parallel.WorkerPool(parallel, n, self._py_start_method)
+        for i, s in enumerate(parallel):
+            s.start(self._workers, i)
+
     def build(self):
         """Checks the graph and starts the executor. Optional: run() builds."""
+        if not self._built:
+            self._start_workers()
         self._handle().build()
         if not self._built:
             self._built = True
@@ -689,6 +739,10 @@ class Pipeline:
     def run(self):
         """The next iteration: a tuple with one TensorList per output. With
         external sources that have a `source`, StopIteration when one ran out."""
+        if _deferred_closes():
+            from ._python_function import close_deferred
+
+            close_deferred()
         if not self._built:
             self.build()
         else:
@@ -702,10 +756,16 @@ class Pipeline:
                     s.restart()
                 raise StopIteration(f"external_source {ended[0].name!r}: its source ran out") from None
             raise
-        except _ladle.Error:  # a failed iteration is used up too
+        except _ladle.Error as e:  # a failed iteration is used up too
             self._ahead = max(0, self._ahead - 1)
             if self._skip:
                 self._log_skips()
+            if self._callback_errors:  # a Python function raised: chain its exception
+                from ._python_function import chain_error
+
+                error = chain_error(e, self._callback_errors)
+                if error is not e:
+                    raise error from error.__cause__
             raise
         self._ahead = max(0, self._ahead - 1)
         if self._skip:
@@ -801,10 +861,18 @@ class Pipeline:
     def close(self):
         """Stops the pipeline and frees its threads and memory. Idempotent.
         Outputs already returned stay valid."""
+        workers, self._workers = getattr(self, "_workers", None), None
+        if workers is not None:
+            workers.close()
         c, self._c = self._c, None
         self._closed = True
-        if c is not None:
+        from . import _python_function
+
+        if c is not None and _python_function.in_function():
+            _python_function.defer_close(c)  # maybe this pipeline's own executor: stopped from another thread
+        elif c is not None:
             c.close()
+        _python_function.close_deferred()
 
     def __del__(self):
         try:
@@ -816,6 +884,11 @@ class Pipeline:
         state = "closed" if self._closed else "built" if self._built else "defining"
         return (f"<ladle.Pipeline batch_size={self._batch_size} num_threads={self.num_threads} "
                 f"device_id={self._device_id} seed={self._seed} {state}>")
+
+
+def _deferred_closes():
+    mod = sys.modules.get("ladle._python_function")
+    return bool(mod is not None and mod._deferred)
 
 
 def _whole(name, value, low):
@@ -839,6 +912,18 @@ def _parse_checkpoint(text):
         raise _ladle.InvalidArgumentError("Pipeline(checkpoint=...): not a checkpoint of a ladle pipeline "
                                           "(give the string checkpoint() returned)")
     return state
+
+
+def do_not_convert(func=None):
+    """Leaves `func` as written when a pipeline with enable_conditionals=True
+    calls it (DALI's nvidia.dali.pipeline.do_not_convert): functions a
+    pipeline function calls are otherwise rewritten too, as DALI's AutoGraph
+    rewrites them. Use it bare or with parentheses."""
+    def mark(f):
+        f.__ladle_do_not_convert__ = True
+        return f
+
+    return mark if func is None else mark(func)
 
 
 _PIPELINE_ARGS = frozenset(

@@ -149,6 +149,22 @@ typedef struct decode_args {
   uint8_t *out;
 } decode_args;
 
+/* Palette indices -> RGB (or BGR). libpng's own expansion turns indices past
+ * the palette into black and says so only in png_read_end, which we skip (the
+ * rows after the region are never read): ours refuses them. Returns the first
+ * such index, or -1. */
+static int expand_palette(uint8_t *dst, const uint8_t *index, int n, const png_color *palette,
+                          int entries, int bgr) {
+  for (int i = 0; i < n; i++, dst += 3) {
+    if (index[i] >= entries) return index[i];
+    const png_color c = palette[index[i]];
+    dst[0] = bgr ? c.blue : c.red;
+    dst[1] = c.green;
+    dst[2] = bgr ? c.red : c.blue;
+  }
+  return -1;
+}
+
 static ladle_status decode_work(png_job *job, void *arg) {
   ladle_status st = LADLE_OK;
   decode_args *a = arg;
@@ -168,15 +184,21 @@ static ladle_status decode_work(png_job *job, void *arg) {
    * does gray -> RGB and RGB -> BGR; only colour -> gray is ours (BT.601 luma, as
    * for JPEG, rather than libpng's gamma-aware weights). */
   const int colour = (type & PNG_COLOR_MASK_COLOR) != 0;
+  const int paletted = type == PNG_COLOR_TYPE_PALETTE; /* rows of indices, expanded by us */
+  png_colorp palette = NULL;
+  int entries = 0;
+  if (paletted) {
+    png_get_PLTE(png, job->info, &palette, &entries);
+    png_set_packing(png); /* one byte per index */
+  }
   if (depth == 16) png_set_strip_16(png);
-  if (type == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
   if (type == PNG_COLOR_TYPE_GRAY && depth < 8) png_set_expand_gray_1_2_4_to_8(png);
   /* A palette with tRNS expands to RGBA: strip that alpha too. */
   if ((type & PNG_COLOR_MASK_ALPHA) || png_get_valid(png, job->info, PNG_INFO_tRNS))
     png_set_strip_alpha(png);
   if (plan->color != LADLE__COLOR_GRAY) {
     if (!colour) png_set_gray_to_rgb(png);
-    if (plan->color == LADLE__COLOR_BGR) png_set_bgr(png);
+    if (plan->color == LADLE__COLOR_BGR && !paletted) png_set_bgr(png);
   }
   const int passes = png_set_interlace_handling(png);
   png_read_update_info(png, job->info);
@@ -185,15 +207,18 @@ static ladle_status decode_work(png_job *job, void *arg) {
   WORK_CHECK((ch == 1 || ch == 3) && row_bytes == (size_t)w * (size_t)ch, LADLE_ERROR_INTERNAL,
              "%s: unexpected PNG rows after transforms (%d channels, %zu bytes)", name, ch,
              row_bytes);
-  const int convert = ch != plan->out_ch; /* colour PNG, gray output */
+  const int src_ch = paletted ? 3 : ch;       /* channels of a row as the plan takes it */
+  const int convert = src_ch != plan->out_ch; /* colour PNG, gray output */
+  const int bgr = plan->color == LADLE__COLOR_BGR;
   const size_t out_stride = (size_t)plan->out_w * (size_t)plan->out_ch;
-  const int direct =
-      !convert && !plan->flip_x && !plan->transpose && plan->sx == 0 && plan->sw == (int)w;
+  const size_t rgb_bytes = paletted ? (size_t)w * 3 : 0; /* one expanded row */
+  const int direct = !paletted && !convert && !plan->flip_x && !plan->transpose && plan->sx == 0 &&
+                     plan->sw == (int)w;
   const int y0 = plan->sy, y1 = plan->sy + plan->sh;
 
   if (passes == 1) {
     /* Row by row down to the region's last row; the rest is never inflated. */
-    size_t bytes = row_bytes + (convert ? (size_t)plan->sw * (size_t)plan->out_ch : 0);
+    size_t bytes = row_bytes + rgb_bytes + (convert ? (size_t)plan->sw * (size_t)plan->out_ch : 0);
     if (!direct || y0 > 0) {
       job->scratch = malloc(bytes);
       WORK_CHECK(job->scratch != NULL, LADLE_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes",
@@ -206,11 +231,19 @@ static ladle_status decode_work(png_job *job, void *arg) {
                           : job->scratch;
       png_read_row(png, row, NULL);
       if (direct || r < 0) continue;
-      const uint8_t *src = job->scratch + (size_t)plan->sx * (size_t)ch;
+      const uint8_t *line = job->scratch;
+      if (paletted) {
+        int bad = expand_palette(job->scratch + row_bytes, line, (int)w, palette, entries, bgr);
+        WORK_CHECK(bad < 0, LADLE_ERROR_CORRUPT_DATA,
+                   "%s: corrupt PNG: palette index %d in row %d past the palette's %d entries", name,
+                   bad, y, entries);
+        line = job->scratch + row_bytes;
+      }
+      const uint8_t *src = line + (size_t)plan->sx * (size_t)src_ch;
       if (convert) {
-        ladle__image_convert_row(job->scratch + row_bytes, plan->color, src, LADLE__PIXELS_RGB,
-                                 plan->sw);
-        src = job->scratch + row_bytes;
+        uint8_t *converted = job->scratch + row_bytes + rgb_bytes;
+        ladle__image_convert_row(converted, plan->color, src, LADLE__PIXELS_RGB, plan->sw);
+        src = converted;
       }
       ladle__image_put_row(plan, a->out, r, src);
     }
@@ -224,19 +257,28 @@ static ladle_status decode_work(png_job *job, void *arg) {
       for (int y = 0; y < (int)h; y++) png_read_row(png, a->out + (size_t)y * out_stride, NULL);
     goto done;
   }
-  size_t bytes =
-      row_bytes * ((size_t)plan->sh + 1) + (convert ? (size_t)plan->sw * (size_t)plan->out_ch : 0);
+  size_t bytes = row_bytes * ((size_t)plan->sh + 1) + rgb_bytes +
+                 (convert ? (size_t)plan->sw * (size_t)plan->out_ch : 0);
   job->scratch = malloc(bytes);
   WORK_CHECK(job->scratch != NULL, LADLE_ERROR_OUT_OF_MEMORY, "%s: cannot allocate %zu bytes", name,
              bytes);
   uint8_t *trash = job->scratch + row_bytes * (size_t)plan->sh;
-  uint8_t *converted = trash + row_bytes;
+  uint8_t *rgb = trash + row_bytes;
+  uint8_t *converted = rgb + rgb_bytes;
   for (int pass = 0; pass < passes; pass++)
     for (int y = 0; y < (int)h; y++)
       png_read_row(png, y >= y0 && y < y1 ? job->scratch + (size_t)(y - y0) * row_bytes : trash,
                    NULL);
   for (int r = 0; r < plan->sh; r++) {
-    const uint8_t *src = job->scratch + (size_t)r * row_bytes + (size_t)plan->sx * (size_t)ch;
+    const uint8_t *line = job->scratch + (size_t)r * row_bytes;
+    if (paletted) {
+      int bad = expand_palette(rgb, line, (int)w, palette, entries, bgr);
+      WORK_CHECK(bad < 0, LADLE_ERROR_CORRUPT_DATA,
+                 "%s: corrupt PNG: palette index %d in row %d past the palette's %d entries", name,
+                 bad, y0 + r, entries);
+      line = rgb;
+    }
+    const uint8_t *src = line + (size_t)plan->sx * (size_t)src_ch;
     if (convert) {
       ladle__image_convert_row(converted, plan->color, src, LADLE__PIXELS_RGB, plan->sw);
       src = converted;

@@ -38,7 +38,9 @@ typedef struct ladle__tensor {
   ladle_dtype dtype;
 } ladle__tensor;
 
-/* The element type, rank and layout of an output, fixed at build. */
+/* The element type, rank and layout of an output, fixed at build; ndim < 0:
+ * known only once the first iteration has run (a callback operator's
+ * outputs, and what is computed from them: see ladle__node.deferred). */
 typedef struct ladle__out_desc {
   ladle_dtype dtype;
   int ndim;
@@ -49,6 +51,14 @@ typedef struct ladle__out_desc {
  * stream and memory, and a way to keep host memory alive until the
  * iteration's GPU work has completed. */
 typedef struct ladle__gpu ladle__gpu;
+
+/* The per-pixel epilogues a GPU kernel can apply (ladle__op_def.epilogue),
+ * each with its per-sample parameter struct. */
+typedef enum ladle__epilogue_kind {
+  LADLE__EPILOGUE_NONE,
+  LADLE__EPILOGUE_CMN /* ladle__cmn_params (ops/geometry/normalize_kernel.h): crop, mirror, normalize, cast,
+                         layout of uint8 HWC pixels */
+} ladle__epilogue_kind;
 
 typedef struct ladle__op_def {
   /* schema.flags: LADLE_OP_MOVES_DATA operators (transfer.to_gpu) take no
@@ -83,6 +93,31 @@ typedef struct ladle__op_def {
   /* > 0: inputs from this index on are read on the host whatever the
    * operator's device (slice's anchor and shape inputs, as in DALI). */
   int host_inputs_from;
+  /* Operators that make their own output batches (LADLE_OP_CALLBACK):
+   * called once per iteration instead of setup/run/run_batch; sets every
+   * node->out_batches[k] to a new reference of `batch` samples, or fails
+   * having set none. host_pool: for batch headers (views). */
+  ladle_status (*produce)(ladle__node *node, ladle__gpu *g, ladle__pool *host_pool, int64_t iteration, int batch);
+
+  /* Fusion, as the schema's flags declare it (pipeline/plan.c decides).
+   * LADLE_OP_EPILOGUE: the kind of epilogue the operator is, and sample
+   * `slot`'s parameters (a struct of that kind) once setup has run. */
+  ladle__epilogue_kind epilogue;
+  ladle_status (*epilogue_params)(ladle__node *node, int slot, void *params);
+  /* LADLE_OP_ACCEPTS_EPILOGUE: whether this GPU node's kernel can apply
+   * `consumer`'s epilogue (its kind, this node's input types); and the batch
+   * run with it, which writes consumer's output. The executor then runs
+   * neither this node's run_batch nor the consumer's. */
+  int (*accepts_epilogue)(const ladle__node *node, const ladle__node *consumer);
+  ladle_status (*run_batch_epilogue)(ladle__node *node, ladle__node *consumer, ladle__gpu *g);
+
+  /* Planning hints (pipeline/plan.c). fixed_output_size: 1 and the size when
+   * output 0 has the same width x height for every sample whatever the
+   * input's resolution (resize to a fixed size). allow_smaller_output: this
+   * node may make its output smaller, not below min_width x min_height (a
+   * decoder's reduced DCT scale), since its only reader is such a node. */
+  int (*fixed_output_size)(const ladle__node *node, int *width, int *height);
+  void (*allow_smaller_output)(ladle__node *node, int min_width, int min_height);
 } ladle__op_def;
 
 /* The devices an operator built into this library can run on: GPU variants
@@ -121,10 +156,15 @@ struct ladle__node {
   void *state;                   /* the op's own, from init */
   int all_samples;               /* set by init when setup/run read other samples' state (normalize with
                                     batch=True): the executor then computes every sample (pipeline/demand.h) */
-  /* GPU fusion (pipeline/plan.c): a resize whose only reader is a
-   * crop_mirror_normalize runs inside that operator's kernel. */
+  /* GPU fusion (pipeline/plan.c): fused_into runs inside the kernel of
+   * fused_from (its producer, which accepts it as an epilogue). */
   ladle__node *fused_into, *fused_from;
   const struct ladle__pipeline_config *config;
+  ladle_callback callback;       /* LADLE_OP_CALLBACK operators: the application's function */
+  /* 1: an input's desc is known only at run time (it comes from a callback
+   * operator), so init runs on the executor before the first iteration uses
+   * the node (ladle__node_init_late). */
+  int deferred;
 
   /* Per iteration, owned by the executor. */
   ladle_batch *in_batches[LADLE_MAX_INPUTS];

@@ -23,7 +23,10 @@ static int is_merge(const ladle__node *n) { return n->def == &ladle__op_conditio
 ladle_status ladle__demand_init(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
   int merges = 0;
-  for (int i = 0; i < p->num_nodes; i++) merges += is_merge(p->nodes[i]);
+  for (int i = 0; i < p->num_nodes; i++) {
+    merges += is_merge(p->nodes[i]);
+    if (p->nodes[i]->deferred) return LADLE_OK; /* inits that run late could still need every sample */
+  }
   if (!merges || getenv("LADLE_NO_DEMAND")) return LADLE_OK;
   struct ladle__demand *d = calloc(1, sizeof *d);
   LADLE_CHECK(d, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -45,7 +48,7 @@ ladle_status ladle__demand_init(ladle_pipeline *p) {
     const ladle__node *c = p->nodes[i];
     unsigned flags = c->def->schema.flags;
     d->force[i] |= !consumed[i] || c->all_samples || c->device != LADLE_ON_CPU || c->def->views_input || c->fused_into || c->fused_from ||
-                   (flags & (LADLE_OP_READER | LADLE_OP_EXTERNAL | LADLE_OP_STATEFUL));
+                   (flags & (LADLE_OP_READER | LADLE_OP_EXTERNAL | LADLE_OP_STATEFUL | LADLE_OP_CALLBACK));
     d->merge_pred[i] = -1;
     if (is_merge(c) && c->args[0].source >= 0) d->merge_pred[i] = p->values[c->sources[c->args[0].source]].node;
   }
@@ -85,7 +88,9 @@ static int merge_reads(ladle_pipeline *p, ladle__node *c, int v, int s) {
 static void sweep(ladle_pipeline *p, int from) {
   struct ladle__demand *d = p->demand;
   int batch = d->batch, slots = p->params.batch_size;
-  for (int j = from; j < p->num_nodes; j++) memset(d->need + (size_t)j * slots, d->force[j], (size_t)batch);
+  for (int j = from; j < p->num_nodes; j++) {
+    memset(d->need + (size_t)j * slots, d->force[j], (size_t)batch);
+  }
   for (int c = p->num_nodes - 1; c >= from; c--) {
     ladle__node *cn = p->nodes[c];
     const unsigned char *nc = d->need + (size_t)c * slots;

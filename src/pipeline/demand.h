@@ -5,14 +5,16 @@
  * nothing else reads need not be computed. The executor asks before each
  * operator which of its samples to compute; skipped samples get empty
  * outputs (their setup and run are not called). Only CPU operators skip;
- * GPU and mixed operators, readers, views, operators without consumers,
+ * GPU and mixed operators, readers, callbacks (python_function), views,
+ * operators without consumers,
  * operators that read other samples' state (ladle__node.all_samples) and
  * pipeline outputs compute every sample (so everything they read does).
  * Operators that look at the batch's input shapes (pad to the largest
  * extent) see the skipped samples as empty: within a branch, they see the
  * branch's samples, as in DALI.
  * Values are unchanged: every random draw is keyed by (operator, sample).
- * Off without merges in the graph, or with LADLE_NO_DEMAND set. Used by the
+ * Off without merges in the graph, with operators whose init runs late
+ * (after a callback operator), or with LADLE_NO_DEMAND set. Used by the
  * executor thread only. */
 #ifndef LADLE_PIPELINE_DEMAND_H
 #define LADLE_PIPELINE_DEMAND_H

@@ -218,10 +218,30 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       if (n->device != LADLE_ON_CPU) LADLE_TRY(take_gpu_batch(gpu, fed));
       continue;
     }
+    if (n->deferred) {
+      st = ladle__node_init_late(p, n);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "iteration %lld (its input's type became known in this iteration)",
+                          (long long)iteration);
+        goto done;
+      }
+    }
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
     n->active = ladle__demand_mask(p, i);
     if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)p->names));
+    if (n->def->produce) { /* makes its own outputs (a callback operator) */
+      st = n->def->produce(n, gpu, p->host_pool, iteration, batch);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "iteration %lld", (long long)iteration);
+        goto done;
+      }
+      for (int k = 0; k < n->num_outputs; k++) p->value_batches[n->first_output + k] = n->out_batches[k];
+      /* GPU outputs: ordered before this iteration's stream, kept until its work is done */
+      for (int k = 0; k < n->num_outputs && n->device != LADLE_ON_CPU; k++) LADLE_TRY(take_gpu_batch(gpu, n->out_batches[k]));
+      atomic_fetch_add(&n->busy_ns, ladle__now_ns() - t0);
+      continue;
+    }
     ps.node = n;
     ps.setup = 1;
     st = run_pass(&ps);
@@ -259,8 +279,8 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       st = run_pass(&ps);
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
-    } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
-      st = n->def->run_batch(n, gpu);
+    } else if (!n->fused_into) { /* a fused node runs inside its consumer's turn, in one kernel with it */
+      st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, gpu) : n->def->run_batch(n, gpu);
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
         goto done;

@@ -83,6 +83,7 @@ static void free_value(ladle_value *v) {
 static void node_free(ladle__node *n) {
   if (!n) return;
   if (n->def->fini) n->def->fini(n);
+  if (n->callback.release) n->callback.release(n->callback.ctx);
   for (int a = 0; a < n->def->schema.num_args && n->args; a++)
     if (n->args[a].given && n->args[a].source < 0) free_value(&n->args[a].value);
   free(n->args);
@@ -297,9 +298,9 @@ static const char *device_names(unsigned bits, char *buf, size_t size) {
   return buf;
 }
 
-ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const char *device,
-                                   const int *inputs, int num_inputs, const ladle_arg *args,
-                                   int num_args, const char *instance_name, int *first_output) {
+static ladle_status add_node(ladle_pipeline *p, const char *op_name, const char *device, const int *inputs,
+                             int num_inputs, const ladle_arg *args, int num_args, const char *instance_name,
+                             const ladle_callback *callback, int *first_output) {
   ladle_status st = LADLE_OK;
   ladle__node *n = NULL;
   LADLE_CHECK(p && op_name && first_output, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
@@ -308,6 +309,10 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   LADLE_CHECK(def, LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
   const ladle_op_schema *schema = &def->schema;
   op_name = schema->name; /* not an alias: messages name the operator */
+  int wants_callback = (schema->flags & LADLE_OP_CALLBACK) != 0;
+  LADLE_CHECK(!wants_callback || (callback && callback->call), LADLE_ERROR_INVALID_ARGUMENT,
+              "%s: needs a function (add it with ladle_pipeline_add_callback_op)", op_name);
+  LADLE_CHECK(wants_callback || !callback, LADLE_ERROR_INVALID_ARGUMENT, "%s: takes no function", op_name);
   unsigned dev = device_bit(device);
   char buf[64];
   LADLE_CHECK(dev, LADLE_ERROR_INVALID_ARGUMENT, "%s: unknown device '%s' (use \"cpu\", \"mixed\" or \"gpu\")",
@@ -326,6 +331,10 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   n->num_inputs = num_inputs;
   n->num_outputs = schema->num_outputs;
   n->seed = -1;
+  if (callback) {
+    n->callback = *callback;
+    callback = NULL; /* released with the node from here on */
+  }
   if (instance_name) {
     n->name = strdup(instance_name);
     LADLE_CHECK(n->name, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
@@ -375,7 +384,10 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   for (int a = 0; a < schema->num_args; a++)
     LADLE_CHECK(n->args[a].given || !schema->args[a].required, LADLE_ERROR_INVALID_ARGUMENT,
                 "%s: argument '%s' is required", op_name, schema->args[a].name);
-  if (schema->num_outputs < 0) {
+  if (schema->num_outputs < 0 && schema->args[-1 - schema->num_outputs].type == LADLE_ARG_INT) {
+    /* As many outputs as an int argument says (python_function's num_outputs); its range is the schema's. */
+    n->num_outputs = (int)n->args[-1 - schema->num_outputs].value.u.i;
+  } else if (schema->num_outputs < 0) {
     /* One output per element of a list argument (readers.webdataset's ext). */
     const ladle_arg_schema *as = &schema->args[-1 - schema->num_outputs];
     int count = n->args[-1 - schema->num_outputs].value.count;
@@ -384,6 +396,16 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
                 LADLE_MAX_OUTPUTS);
     n->num_outputs = count;
   }
+  if (schema->one_output_if_arg > 0) {
+    const ladle_arg_schema *as = &schema->args[schema->one_output_if_arg - 1];
+    const ladle_value *v = &n->args[schema->one_output_if_arg - 1].value;
+    if (v->type == LADLE_ARG_STRING && v->u.s && ladle__choice(v->u.s, as->choices, NULL) == schema->one_output_choice)
+      n->num_outputs = 1;
+  }
+  n->num_outputs += schema->outputs_per_extra_input * (num_inputs - schema->min_inputs);
+  if (schema->output_if_arg > 0 && n->args[schema->output_if_arg - 1].value.u.i) n->num_outputs++;
+  LADLE_CHECK(n->num_outputs <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT, "%s: more than %d outputs",
+              op_name, LADLE_MAX_OUTPUTS);
   LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
   LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;
@@ -394,7 +416,25 @@ ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const
   return LADLE_OK;
 done:
   node_free(n);
+  if (callback && callback->release) callback->release(callback->ctx);
   return st;
+}
+
+ladle_status ladle_pipeline_add_op(ladle_pipeline *p, const char *op_name, const char *device, const int *inputs,
+                                   int num_inputs, const ladle_arg *args, int num_args, const char *instance_name,
+                                   int *first_output) {
+  return add_node(p, op_name, device, inputs, num_inputs, args, num_args, instance_name, NULL, first_output);
+}
+
+ladle_status ladle_pipeline_add_callback_op(ladle_pipeline *p, const char *op_name, const char *device,
+                                            const int *inputs, int num_inputs, const ladle_arg *args, int num_args,
+                                            const char *instance_name, const ladle_callback *callback,
+                                            int *first_output) {
+  if (!callback || !callback->call) {
+    if (callback && callback->release) callback->release(callback->ctx);
+    return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "%s: NULL callback", op_name ? op_name : "(null)");
+  }
+  return add_node(p, op_name, device, inputs, num_inputs, args, num_args, instance_name, callback, first_output);
 }
 
 ladle_status ladle_pipeline_set_outputs(ladle_pipeline *p, const int *nodes, int num_nodes) {
@@ -438,6 +478,22 @@ ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, lad
 static const ladle__out_desc *value_desc(const ladle_pipeline *p, int value) {
   ladle__value_ref r = p->values[value];
   return &p->nodes[r.node]->out[r.output];
+}
+
+ladle_status ladle__node_init_late(ladle_pipeline *p, ladle__node *n) {
+  for (int k = 0; k < n->num_inputs; k++) {
+    n->in[k] = *value_desc(p, n->inputs[k]);
+    if (n->in[k].ndim < 0) /* cannot happen: producers run first, and each sets its descs */
+      return LADLE_FAIL(LADLE_ERROR_INTERNAL, "%s: input %d is still of unknown type", n->def->schema.name, k);
+  }
+  ladle_status st = n->def->init(n);
+  if (st == LADLE_OK) {
+    n->deferred = 0;
+  } else if (n->def->fini) { /* tried again by the next iteration */
+    n->def->fini(n);
+    n->state = NULL;
+  }
+  return st;
 }
 
 static int on_gpu(const ladle_pipeline *p, int value) { return p->nodes[p->values[value].node]->device != LADLE_ON_CPU; }
@@ -493,8 +549,16 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
   LADLE_TRY(check_placement(p));
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
-    for (int k = 0; k < n->num_inputs; k++) n->in[k] = *value_desc(p, n->inputs[k]);
-    LADLE_TRY(n->def->init(n));
+    for (int k = 0; k < n->num_inputs; k++) {
+      n->in[k] = *value_desc(p, n->inputs[k]);
+      n->deferred |= n->in[k].ndim < 0;
+    }
+    for (int k = 0; k < n->num_sources; k++) n->deferred |= value_desc(p, n->sources[k])->ndim < 0;
+    if (n->deferred) {
+      for (int k = 0; k < n->num_outputs; k++) n->out[k] = (ladle__out_desc){.ndim = -1};
+    } else {
+      LADLE_TRY(n->def->init(n));
+    }
     LADLE_ALLOC(n->out_shapes, (size_t)batch * n->num_outputs * LADLE_MAX_NDIM);
     LADLE_ALLOC(n->scratch, p->config.num_workers);
     LADLE_ALLOC(n->scratch_size, p->config.num_workers);

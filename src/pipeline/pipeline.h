@@ -86,6 +86,10 @@ int64_t ladle__now_ns(void);
 /* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */
 ladle_status ladle__pipeline_check_process(const ladle_pipeline *p);
 
+/* On the executor, before a deferred node (ladle__node.deferred) first
+ * runs: takes its inputs' descs, now known, and runs its init. */
+ladle_status ladle__node_init_late(ladle_pipeline *p, ladle__node *n);
+
 /* Graph-level planning (plan.c): called by ladle_pipeline_build after every
  * operator's init. */
 void ladle__plan_graph(ladle_pipeline *p);

@@ -102,13 +102,14 @@ def test_unsupported_forms_are_explained():
             y = fn.random.uniform()
         return y
 
-    with pytest.raises(ladle.InvalidArgumentError, match="variable 'y' is set in only one branch"):
+    with pytest.raises(ladle.InvalidArgumentError, match="Variable 'y' must also be initialized in the `else` branch"):
         one_branch()
 
     @pipeline_def(batch_size=2, num_threads=1, enable_conditionals=True)
     def returns():
-        if fn.random.coin_flip():
-            return fn.random.uniform()
+        for _ in range(2):  # an early return in a loop (outside loops, early returns are supported)
+            if fn.random.coin_flip():
+                return fn.random.uniform()
         return fn.random.uniform()
 
     with pytest.raises(ladle.InvalidArgumentError, match="`return` on a DataNode condition is not supported"):

@@ -121,6 +121,18 @@ def test_truncated_png(tmp_path):
     check_bad_file(tmp_path, bad, ladle.CorruptDataError)
 
 
+@pytest.mark.parametrize("interlace", [False, True])
+def test_png_palette_index_past_the_palette(tmp_path, interlace):
+    # libpng would decode indices 4..9 as black and warn only at the file's end.
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "data"))
+    from make_test_images import write_png
+    indices = (np.arange(48 * 64).reshape(48, 64, 1) % 10).astype(np.uint8)
+    bad = str(tmp_path / "palette.png")
+    write_png(bad, indices, 3, 8, interlace=interlace, palette=[[0, 0, 0], [255, 0, 0], [0, 255, 0], [0, 0, 255]])
+    check_bad_file(tmp_path, bad, ladle.CorruptDataError, "palette index [4-9] in row [0-9]+ past the palette's 4 entries")
+
+
 def test_text_file_named_jpg(tmp_path):
     bad = write(tmp_path / "notes.jpg", b"This is a text file, not an image.\n")
     check_bad_file(tmp_path, bad, ladle.UnsupportedError, "not a JPEG or PNG")
@@ -130,6 +142,31 @@ def test_garbage_after_jpeg_signature(tmp_path):
     rng = np.random.default_rng(5)
     bad = write(tmp_path / "garbage.jpg", b"\xff\xd8\xff" + rng.integers(0, 256, 3000, dtype=np.uint8).tobytes())
     check_bad_file(tmp_path, bad, ladle.CorruptDataError)
+
+
+def test_file_names_that_are_not_utf8(tmp_path):
+    # os.listdir gives such names as str with surrogate escapes; bytes work too.
+    # The file system's bytes reach the reader; messages show them escaped.
+    root = os.fsencode(str(tmp_path))
+    good = os.path.join(root, b"caf\xe9.png")
+    with open(good, "wb") as f:
+        f.write(png_bytes(16, 8, seed=1))
+    bad = os.path.join(root, b"bad\xff.jpg")
+    with open(bad, "wb") as f:
+        f.write(b"")
+    for files in ([os.fsdecode(good), os.fsdecode(bad)], [good, bad]):
+        pipe = make_pipe(files, batch_size=1)
+        try:
+            (images, labels) = pipe.run()
+            expected = np.asarray(Image.open(io.BytesIO(png_bytes(16, 8, seed=1))))
+            np.testing.assert_array_equal(images.as_array()[0], expected)
+            with pytest.raises(ladle.CorruptDataError, match=r"bad\\xff\.jpg"):
+                pipe.run()
+        finally:
+            pipe.close()
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pytest.raises(ladle.InvalidArgumentError, match="NUL"), pipe:
+        fn.readers.file(files=[b"a\0b.jpg"])
 
 
 def test_missing_file_in_files(tmp_path):

@@ -195,6 +195,39 @@ def test_closed_pipeline(pipe_factory):
         pipe.run()
 
 
+def test_close_from_another_thread_during_run():
+    # run() waits on a slow iteration; close() from another thread ends that
+    # wait with a StateError, then destroys the pipeline; it stays closed.
+    import threading
+    import time
+    pipe = ladle.Pipeline(batch_size=4, num_threads=1)
+    with pipe:
+        pipe.set_outputs(fn.gaussian_blur(fn.external_source(name="x"), sigma=30.0))
+    pipe.build()
+    pipe.feed_input("x", np.zeros((4, 600, 600, 3), np.uint8))
+    outcome = {}
+
+    def consumer():
+        try:
+            outcome["outputs"] = pipe.run()
+        except ladle.Error as e:
+            outcome["error"] = e
+
+    thread = threading.Thread(target=consumer)
+    thread.start()
+    time.sleep(0.3)
+    pipe.close()  # blocks until run() has stopped waiting (and the sample in hand is done)
+    thread.join(30)
+    assert not thread.is_alive()
+    # The iteration takes seconds (4 samples of a 181x181 blur on one thread), so
+    # run() was still waiting.
+    assert isinstance(outcome.get("error"), ladle.StateError), outcome
+    assert "closed while run() waited" in str(outcome["error"])
+    with pytest.raises(ladle.StateError, match="closed"):
+        pipe.run()
+    pipe.close()  # idempotent
+
+
 @requires_ops("readers.file")
 def test_missing_folder_is_a_read_error(pipe_factory, tmp_path):
     pipe = pipe_factory(batch_size=1)

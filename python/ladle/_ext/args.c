@@ -119,6 +119,24 @@ static int is_list_like(PyObject *obj) {
   return (PyList_Check(obj) || PyTuple_Check(obj)) && !PyUnicode_Check(obj);
 }
 
+/* A string argument's bytes: a str as UTF-8, or bytes as they are (file
+ * names that are not UTF-8: Python hands them over as os.fsencode() gives
+ * them). NULL with an exception set otherwise. Points into `obj`. */
+static const char *string_of(const ladle_op_schema *op, const ladle_arg_schema *as, PyObject *obj,
+                             const char *where) {
+  if (PyUnicode_Check(obj)) return PyUnicode_AsUTF8(obj);
+  if (PyBytes_Check(obj)) {
+    char *bytes;
+    Py_ssize_t n;
+    if (PyBytes_AsStringAndSize(obj, &bytes, &n) < 0) return NULL;
+    if (strlen(bytes) == (size_t)n) return bytes;
+    bad_value(op, as, obj, " (a string with a NUL byte)");
+    return NULL;
+  }
+  bad_value(op, as, obj, where);
+  return NULL;
+}
+
 /* Converts `obj` for argument `as` into `out`. Arrays are allocated with
  * PyMem and stored in *owned (freed by the caller); strings point into the
  * str objects, which the caller keeps alive. */
@@ -149,11 +167,7 @@ static int convert_value(const ladle_op_schema *op, const ladle_arg_schema *as, 
       bad_value(op, as, obj, "");
       return -1;
     case LADLE_ARG_STRING:
-      if (!PyUnicode_Check(obj)) {
-        bad_value(op, as, obj, "");
-        return -1;
-      }
-      out->u.s = PyUnicode_AsUTF8(obj);
+      out->u.s = string_of(op, as, obj, "");
       return out->u.s ? 0 : -1;
     case LADLE_ARG_INTS:
     case LADLE_ARG_FLOATS:
@@ -184,11 +198,8 @@ static int convert_value(const ladle_op_schema *op, const ladle_arg_schema *as, 
           rc = to_int(op, as, item, (int64_t *)array + i);
         } else if (as->type == LADLE_ARG_FLOATS) {
           rc = to_float(op, as, item, (double *)array + i);
-        } else if (!PyUnicode_Check(item)) {
-          bad_value(op, as, item, " in the list");
-          rc = -1;
         } else {
-          ((const char **)array)[i] = PyUnicode_AsUTF8(item);
+          ((const char **)array)[i] = string_of(op, as, item, " in the list");
           rc = ((const char **)array)[i] ? 0 : -1;
         }
       }
@@ -293,7 +304,9 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     unsigned bit;
     const char *name;
   } flag_bits[] = {{LADLE_OP_RANDOM, "random"}, {LADLE_OP_READER, "reader"}, {LADLE_OP_MOVES_DATA, "moves_data"},
-                   {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"}};
+                   {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"},
+                   {LADLE_OP_CALLBACK, "callback"}, {LADLE_OP_EPILOGUE, "epilogue"},
+                   {LADLE_OP_ACCEPTS_EPILOGUE, "accepts_epilogue"}};
   for (size_t k = 0; k < sizeof flag_bits / sizeof flag_bits[0]; k++) {
     if (!(s->flags & flag_bits[k].bit)) continue;
     PyObject *name = PyUnicode_FromString(flag_bits[k].name);
@@ -316,9 +329,14 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O}", "name", s->name, "doc", s->doc ? s->doc : "", "min_inputs",
-                    s->min_inputs, "max_inputs", s->max_inputs, "num_outputs", s->num_outputs, "devices", devices,
-                    "flags", flags, "args", args);
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z,s:z}", "name", s->name, "doc",
+                    s->doc ? s->doc : "", "min_inputs", s->min_inputs, "max_inputs", s->max_inputs, "num_outputs",
+                    s->num_outputs, "devices", devices, "flags", flags, "args", args, "outputs_per_extra_input",
+                    s->outputs_per_extra_input, "output_if",
+                    s->output_if_arg > 0 ? s->args[s->output_if_arg - 1].name : NULL, "one_output_if",
+                    s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].name : NULL, "one_output_choice",
+                    s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].choices[s->one_output_choice]
+                                             : NULL);
 done:
   Py_XDECREF(devices);
   Py_XDECREF(args);

@@ -2,7 +2,8 @@
  * module.c: init and the method table; errors.c: exception classes;
  * batch.c: _Batch, _Sample, batch_from_buffer; dlpack.c: DLPack export and
  * import; args.c: Python values <-> ladle_value, NodeRef, schema dicts;
- * pipeline.c: _Pipeline; threadpool.c: _ThreadPool. Cross-file names start
+ * pipeline.c: _Pipeline; threadpool.c: _ThreadPool; callback.c: the
+ * callbacks of python_function operators. Cross-file names start
  * with ladle__py_; the build hides them (only PyInit__ladle is exported). */
 #ifndef LADLE_PY_EXT_H
 #define LADLE_PY_EXT_H
@@ -72,6 +73,11 @@ PyObject *ladle__py_op_schemas(PyObject *m, PyObject *unused);
 PyObject *ladle__py_op_common_args(PyObject *m, PyObject *unused);
 PyObject *ladle__py_op_aliases(PyObject *m, PyObject *unused);
 int ladle__py_add_noderef(PyObject *m);
+
+/* callback.c */
+/* A callback operator's callback calling `callable` (a new reference, which
+ * the callback's release drops) with the GIL taken. */
+ladle_callback ladle__py_callback(PyObject *callable);
 
 /* threadpool.c */
 typedef struct {

@@ -4,6 +4,7 @@
 #include "ext.h"
 
 #include <string.h>
+#include <time.h>
 
 typedef struct {
   PyObject_HEAD
@@ -12,7 +13,14 @@ typedef struct {
   /* Set while a call runs without the GIL: a ladle pipeline must not be used
    * from two threads at once, and must not be destroyed under a running call. */
   int busy;
+  unsigned long busy_thread; /* the thread in that call */
+  int close_requested;       /* close() came while busy: the call ends, then the pipeline */
 } PipelineObject;
+
+static void set_busy(PipelineObject *self, int busy) {
+  self->busy = busy;
+  self->busy_thread = busy ? PyThread_get_thread_ident() : 0;
+}
 
 /* Fails unless the pipeline is open and idle. */
 static int pipeline_ready(PipelineObject *self) {
@@ -101,8 +109,21 @@ static void pipeline_dealloc(PipelineObject *self) {
   Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
+/* close() while another thread is in a call: run() stops waiting within its
+ * 0.1 s wait slice and raises; other calls (build, set_position) finish first.
+ * Then the pipeline is destroyed. From a signal handler on the thread in run()
+ * itself, run() destroys it as it unwinds. */
 static PyObject *pipeline_close(PipelineObject *self, PyObject *unused) {
-  if (self->busy) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is in use by another thread");
+  if (self->busy) {
+    self->close_requested = 1;
+    if (self->busy_thread == PyThread_get_thread_ident()) Py_RETURN_NONE;
+    const struct timespec pause = {0, 5 * 1000 * 1000};
+    while (self->busy) {
+      Py_BEGIN_ALLOW_THREADS
+      nanosleep(&pause, NULL);
+      Py_END_ALLOW_THREADS
+    }
+  }
   pipeline_destroy(self);
   ladle__py_run_deferred_deleters();
   Py_RETURN_NONE;
@@ -110,12 +131,14 @@ static PyObject *pipeline_close(PipelineObject *self, PyObject *unused) {
 
 
 static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", NULL};
+  static char *kwlist[] = {"op_name", "device", "inputs", "args", "instance_name", "callback", NULL};
   const char *op_name, *device, *instance_name = NULL;
-  PyObject *inputs_obj, *args_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|Oz:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
-                                   &instance_name))
+  PyObject *inputs_obj, *args_obj = Py_None, *callback = Py_None;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "ssO|OzO:add_op", kwlist, &op_name, &device, &inputs_obj, &args_obj,
+                                   &instance_name, &callback))
     return NULL;
+  if (callback != Py_None && !PyCallable_Check(callback))
+    return PyErr_Format(PyExc_TypeError, "add_op: callback must be callable");
   if (pipeline_ready(self) < 0) return NULL;
   const ladle_op_schema *op = ladle_op_find(op_name);
   if (!op) return ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "unknown operator '%s'", op_name);
@@ -165,8 +188,15 @@ static PyObject *pipeline_add_op(PipelineObject *self, PyObject *args, PyObject 
   /* Adding checks arguments and never blocks: the GIL stays, which also
    * keeps the strings that cargs point into unchanged. */
   int first = -1;
-  ladle_status st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
-                                          (int)num_args, instance_name, &first);
+  ladle_status st;
+  if (callback != Py_None) { /* python_function: the library releases the callback, also on failure */
+    ladle_callback cb = ladle__py_callback(callback);
+    st = ladle_pipeline_add_callback_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs,
+                                        (int)num_args, instance_name, &cb, &first);
+  } else {
+    st = ladle_pipeline_add_op(self->pipe, op_name, device, input_ids, (int)num_inputs, cargs, (int)num_args,
+                               instance_name, &first);
+  }
   if (st != LADLE_OK) {
     ladle__py_raise_status(st);
     goto done;
@@ -214,11 +244,11 @@ done:
 static PyObject *pipeline_build(PipelineObject *self, PyObject *unused) {
   if (pipeline_ready(self) < 0) return NULL;
   ladle_status st;
-  self->busy = 1;
+  set_busy(self, 1);
   Py_BEGIN_ALLOW_THREADS
   st = ladle_pipeline_build(self->pipe);
   Py_END_ALLOW_THREADS
-  self->busy = 0;
+  set_busy(self, 0);
   if (st != LADLE_OK) return ladle__py_raise_status(st);
   Py_RETURN_NONE;
 }
@@ -229,7 +259,7 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
   ladle_batch **outputs = PyMem_Calloc(n > 0 ? (size_t)n : 1, sizeof *outputs);
   if (!outputs) return PyErr_NoMemory();
   ladle_status st = LADLE_OK;
-  self->busy = 1;
+  set_busy(self, 1);
   /* Wait in slices so that Ctrl-C (and other signals) are handled within
    * 0.1 s; the iteration being prepared stays queued for the next run(). */
   int ready = n <= 0;
@@ -238,16 +268,22 @@ static PyObject *pipeline_run(PipelineObject *self, PyObject *unused) {
     ready = ladle_pipeline_wait_ready(self->pipe, 100);
     Py_END_ALLOW_THREADS
     if (!ready && PyErr_CheckSignals() < 0) {
-      self->busy = 0;
+      set_busy(self, 0);
       PyMem_Free(outputs);
       return NULL;
+    }
+    if (!ready && self->close_requested) {
+      PyMem_Free(outputs);
+      pipeline_destroy(self); /* still busy: a waiting close() must not free the pool under it */
+      set_busy(self, 0);
+      return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline was closed while run() waited for its outputs");
     }
   }
   Py_BEGIN_ALLOW_THREADS
   /* With no outputs declared, build reports why without run writing any. */
   st = n > 0 ? ladle_pipeline_run(self->pipe, outputs) : ladle_pipeline_build(self->pipe);
   Py_END_ALLOW_THREADS
-  self->busy = 0;
+  set_busy(self, 0);
   ladle__py_run_deferred_deleters();
   if (st != LADLE_OK) {
     PyMem_Free(outputs);
@@ -285,11 +321,11 @@ static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   if (!name) return NULL;
   ladle_reader_meta meta;
   ladle_status st;
-  self->busy = 1;
+  set_busy(self, 1);
   Py_BEGIN_ALLOW_THREADS
   st = ladle_pipeline_reader_meta(self->pipe, name, &meta);
   Py_END_ALLOW_THREADS
-  self->busy = 0;
+  set_busy(self, 0);
   if (st != LADLE_OK) return ladle__py_raise_status(st);
   return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
                        (long long)meta.epoch_size_padded, "number_of_shards", meta.number_of_shards, "shard_id",
@@ -311,11 +347,11 @@ static PyObject *pipeline_set_position(PipelineObject *self, PyObject *arg) {
   pos.iteration = PyLong_AsLongLong(arg);
   if (pos.iteration == -1 && PyErr_Occurred()) return NULL;
   ladle_status st;
-  self->busy = 1;
+  set_busy(self, 1);
   Py_BEGIN_ALLOW_THREADS
   st = ladle_pipeline_set_position(self->pipe, &pos);
   Py_END_ALLOW_THREADS
-  self->busy = 0;
+  set_busy(self, 0);
   if (st != LADLE_OK) return ladle__py_raise_status(st);
   Py_RETURN_NONE;
 }

@@ -41,7 +41,7 @@ static const ladle_arg_schema arithmetic_args[] = {
 /* --- element types: what the type rules need to know ------------------------ */
 
 static int is_float(int t) { return t == LADLE_FLOAT16 || t == LADLE_FLOAT32; }
-static int is_signed(int t) { return t != LADLE_UINT8; }
+static int is_signed(int t) { return t != LADLE_UINT8 && t != LADLE_BOOL; }
 static int bits(int t) { return (int)ladle_dtype_size((ladle_dtype)t) * 8; }
 
 /* DALI's promotion of two types: a float wins over an integer, the wider of
@@ -50,6 +50,7 @@ static int bits(int t) { return (int)ladle_dtype_size((ladle_dtype)t) * 8; }
  * the unsigned one's width (uint8 + int8 -> int16 once those types exist). */
 static int promote(int a, int b) {
   if (a == b) return a;
+  if (a == LADLE_BOOL || b == LADLE_BOOL) return a == LADLE_BOOL ? b : a; /* bool joins any type as that type */
   if (is_float(a) != is_float(b)) return is_float(a) ? a : b;
   if (is_float(a) || is_signed(a) == is_signed(b)) return bits(a) >= bits(b) ? a : b;
   int s = is_signed(a) ? a : b, u = is_signed(a) ? b : a;
@@ -65,7 +66,6 @@ typedef struct arith_state {
 } arith_state;
 
 static int dtype_by_name(const char *name) {
-  if (strcmp(name, "bool") == 0) return LADLE_UINT8; /* BOOL once ladle_dtype has it */
   for (int t = 0; t < LADLE_DTYPE_COUNT; t++)
     if (strcmp(name, ladle_dtype_name((ladle_dtype)t)) == 0) return t;
   return -1;
@@ -148,7 +148,7 @@ static ladle_status arithmetic_init(ladle__node *n) {
                          ladle_dtype_name((ladle_dtype)type));
   if (rule == RULE_FLOAT && !is_float(type)) type = LADLE_FLOAT32;
   e->cls = ladle__math_class_of(type);
-  e->out_dtype = rule == RULE_CMP ? LADLE_UINT8 : type; /* BOOL once ladle_dtype has it */
+  e->out_dtype = rule == RULE_CMP ? LADLE_BOOL : type; /* DALI's: comparisons give bool */
   /* The output has the largest rank of the inputs, and the layout of the
    * first input of that rank that has one. */
   n->out[0] = (ladle__out_desc){.dtype = (ladle_dtype)e->out_dtype};

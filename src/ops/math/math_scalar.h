@@ -59,6 +59,7 @@ typedef enum ladle__math_class { LADLE_MATH_I32 = 0, LADLE_MATH_I64 = 1, LADLE_M
 /* The class an operation on element type t is computed in; -1: none. */
 static inline int ladle__math_class_of(int t) {
   switch (t) {
+    case LADLE_BOOL:
     case LADLE_UINT8:
     case LADLE_INT32: return LADLE_MATH_I32;
     case LADLE_INT64: return LADLE_MATH_I64;
@@ -72,6 +73,7 @@ static inline int ladle__math_class_of(int t) {
 
 LADLE__MATH_FN int64_t ladle__math_load_int(const void *p, int64_t i, int dtype) {
   switch (dtype) {
+    case LADLE_BOOL:
     case LADLE_UINT8: return ((const uint8_t *)p)[i];
     case LADLE_INT32: return ((const int32_t *)p)[i];
     case LADLE_INT64: return ((const int64_t *)p)[i];
@@ -90,6 +92,7 @@ LADLE__MATH_FN float ladle__math_load_f32(const void *p, int64_t i, int dtype) {
 /* Integer results: truncated to the element type (C's wrap-around). */
 LADLE__MATH_FN void ladle__math_store_int(void *p, int64_t i, int dtype, int64_t v) {
   switch (dtype) {
+    case LADLE_BOOL: ((uint8_t *)p)[i] = v != 0; break;
     case LADLE_UINT8: ((uint8_t *)p)[i] = (uint8_t)(uint64_t)v; break;
     case LADLE_INT32: ((int32_t *)p)[i] = (int32_t)(uint32_t)(uint64_t)v; break;
     case LADLE_INT64: ((int64_t *)p)[i] = v; break;
@@ -99,7 +102,7 @@ LADLE__MATH_FN void ladle__math_store_int(void *p, int64_t i, int dtype, int64_t
   }
 }
 
-/* Float results (comparisons store 0 or 1 into uint8 this way). */
+/* Float results (comparisons store 0 or 1 into bool this way). */
 LADLE__MATH_FN void ladle__math_store_f32(void *p, int64_t i, int dtype, float v) {
   switch (dtype) {
     case LADLE_FLOAT32: ((float *)p)[i] = v; break;

@@ -104,7 +104,7 @@ def result_type(rule, a, b):
     t = promote(a, b)
     if rule == "float" and t in INTS:
         return "float32"
-    return "uint8" if rule == "bool" else t  # BOOL once ladle_dtype has it
+    return "bool" if rule == "bool" else t  # DALI: comparisons give bool
 
 
 @pytest.mark.parametrize("op,expr,ref,rule", BINARY, ids=[b[0] for b in BINARY])
@@ -282,7 +282,7 @@ def test_against_dali():
     mine, dali = run_both(graph, {"a": [a], "b": [b], "c": [c]}, batch_size=3)
     for k, (x, y) in enumerate(zip(mine, dali)):
         for s, t in zip(x, y):
-            assert s.dtype == (np.uint8 if t.dtype == np.bool_ else t.dtype), k  # BOOL once ladle has it
+            assert s.dtype == t.dtype, k
             assert s.shape == t.shape, k
             if s.dtype.kind == "f":
                 # the same float32 formula; libm's and DALI's (CUDA-derived) transcendental
@@ -361,7 +361,7 @@ def test_ragged_batch_per_sample_scalar_and_layout():
         for i, x in enumerate(xs):
             scale = np.array(r.at(i))
             np.testing.assert_array_equal(np.array(out.at(i)), x.astype(np.float32) * scale)
-            np.testing.assert_array_equal(np.array(cmp.at(i)), (x[..., 0] > 3).astype(np.uint8))
+            np.testing.assert_array_equal(np.array(cmp.at(i)), x[..., 0] > 3)
     finally:
         pipe.close()
 
