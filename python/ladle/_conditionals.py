@@ -16,8 +16,10 @@ How ladle differs from DALI, and why the results agree: DALI splits the batch
 and runs each branch on its own samples; ladle runs both branches on every
 sample and keeps each sample's own branch. A sample's values are the same
 either way, random ones included, because every draw is keyed by (operator,
-epoch, sample), not by how many samples an operator saw. The cost is the work
-of the branch a sample does not take.
+epoch, sample), not by how many samples an operator saw. Since the condition
+is computed before the branches, the executor leaves out the samples of a
+branch's CPU operators that take the other branch (src/pipeline/demand.h);
+GPU operators run both branches on the whole batch.
 
 As in DALI: ``and``, ``or`` and ``not`` take DataNodes that are scalars on
 the cpu (``and``/``or``: bool ones, checked by _conditional.validate_logical)

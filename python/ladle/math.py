@@ -167,7 +167,10 @@ class _Arithmetic:
     (``//`` is "div", ``/`` "fdiv"; unary + returns the operand itself)."""
 
     __slots__ = ()
-    __hash__ = object.__hash__  # __eq__ builds an expression; identity stays the hash
+    __hash__ = object.__hash__
+    # NumPy scalars on the left (types.Constant(255, dtype=types.UINT8) - x) defer to the reflected
+    # operator with their type intact, instead of NumPy passing them on as Python ints (int32 constants).
+    __array_ufunc__ = None  # __eq__ builds an expression; identity stays the hash
 
     def __add__(self, other): return _apply("add", self, other)
     def __radd__(self, other): return _apply("add", other, self)

@@ -47,6 +47,7 @@ ladle_status ladle__check_arg_sources(const ladle__node *node, int num_samples, 
                            "argument '%s': per-sample values must be in host memory (a CPU operator's output)",
                            as->name);
     for (int i = 0; i < num_samples; i++) {
+      if (node->active && !node->active[i]) continue; /* not computed in this iteration */
       char name[LADLE_ERROR_MAX / 2] = "";
       if (names && names[i]) snprintf(name, sizeof name, " (%s)", names[i]);
       if (ladle__batch_sample_elems(b, i) < 1)

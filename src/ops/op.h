@@ -154,6 +154,8 @@ struct ladle__node {
   int num_sources;
   int sources[LADLE_MAX_INPUTS]; /* value ids of per-sample arguments */
   void *state;                   /* the op's own, from init */
+  int all_samples;               /* set by init when setup/run read other samples' state (normalize with
+                                    batch=True): the executor then computes every sample (pipeline/demand.h) */
   /* GPU fusion (pipeline/plan.c): fused_into runs inside the kernel of
    * fused_from (its producer, which accepts it as an epilogue). */
   ladle__node *fused_into, *fused_from;
@@ -172,6 +174,7 @@ struct ladle__node {
   void **scratch;                /* per worker, grown on demand, kept for reuse */
   size_t *scratch_size;
   uint8_t *sample_states;        /* batch_size * sample_state_size */
+  const unsigned char *active;   /* NULL, or per slot 1: computed, 0: left empty (pipeline/demand.h) */
   _Atomic int64_t busy_ns;       /* the executor's wall time in this node (ladle_op_stats) */
 };
 

@@ -27,6 +27,8 @@ static const struct {
     {"tfrecord_reader", "readers.tfrecord"},
     {"coin_flip", "random.coin_flip"},
     {"uniform", "random.uniform"},
+    {"experimental.equalize", "equalize"},
+    {"experimental.filter", "filter"},
 };
 
 #define ALIAS_COUNT ((int)(sizeof aliases / sizeof aliases[0]))

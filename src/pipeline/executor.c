@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ops/readers/external_source.h"
+#include "pipeline/demand.h"
 #include "pipeline/gpu.h"
 #include "pipeline/pipeline.h"
 
@@ -55,6 +56,13 @@ static void run_sample(void *ctx, int slot, int worker) {
   int skip = !ps->collect && ps->failed_slot < slot;
   pthread_mutex_unlock(&ps->lock);
   if (skip) return;
+  if (n->active && !n->active[slot]) { /* not needed (pipeline/demand.h): empty outputs */
+    if (ps->setup)
+      for (int k = 0; k < n->num_outputs; k++)
+        memset(n->out_shapes + ((size_t)slot * n->num_outputs + k) * LADLE_MAX_NDIM, 0,
+               sizeof(int64_t) * LADLE_MAX_NDIM);
+    return;
+  }
   ladle__sample s = {slot, worker, &p->refs[slot], p->names[slot],
                      n->sample_states ? n->sample_states + (size_t)slot * n->def->sample_state_size : NULL};
   ladle_status st = ps->setup ? n->def->setup(n, &s) : n->def->run(n, &s);
@@ -208,9 +216,11 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
   *skippable = 0;
   if (gpu) LADLE_TRY(ladle__gpu_begin(p->gpu));
+  ladle__demand_begin(p, batch);
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     int64_t t0 = ladle__now_ns();
+    n->active = NULL;
     if ((n->def->schema.flags & LADLE_OP_EXTERNAL)) { /* its output is the fed batch, taken by executor_main */
       ladle_batch *fed = n->out_batches[0] = p->value_batches[n->first_output];
       if (n->device != LADLE_ON_CPU) LADLE_TRY(take_gpu_batch(gpu, fed));
@@ -226,6 +236,7 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
     }
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = p->value_batches[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = p->value_batches[n->sources[k]];
+    n->active = ladle__demand_mask(p, i);
     if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)p->names));
     if (n->def->produce) { /* makes its own outputs (a callback operator) */
       st = n->def->produce(n, gpu, p->host_pool, iteration, batch);
@@ -283,6 +294,7 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
         goto done;
       }
     }
+    n->active = NULL;
     atomic_fetch_add(&n->busy_ns, ladle__now_ns() - t0);
   }
   for (int k = 0; k < p->num_outputs; k++) {
@@ -298,6 +310,7 @@ done:
       st = end;
     }
   }
+  for (int i = 0; i < p->num_nodes; i++) p->nodes[i]->active = NULL;
   for (int v = 0; v < p->num_values; v++) {
     ladle_batch_release(p->value_batches[v]);
     p->value_batches[v] = NULL;
@@ -383,6 +396,7 @@ static void *executor_main(void *arg) {
 ladle_status ladle__executor_start(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
   int depth = p->params.prefetch_queue_depth;
+  LADLE_TRY(ladle__demand_init(p));
   LADLE_ALLOC(p->queue, depth);
   for (int i = 0; i < depth; i++) {
     LADLE_ALLOC(p->queue[i].outputs, p->num_outputs);
@@ -407,6 +421,7 @@ void ladle__executor_stop(ladle_pipeline *p) {
     pthread_join(p->thread, NULL);
     p->thread_started = 0;
   }
+  ladle__demand_fini(p);
   if (!p->queue) return;
   int depth = p->params.prefetch_queue_depth;
   for (int i = 0; i < p->queue_count; i++) clear_slot(p, &p->queue[(p->queue_head + i) % depth]);

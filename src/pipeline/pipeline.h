@@ -79,6 +79,9 @@ struct ladle_pipeline {
 
   pid_t pid; /* the process that made it: in a forked child it cannot run */
 
+  /* Which samples each operator computes (pipeline/demand.h); NULL without merges. */
+  struct ladle__demand *demand;
+
   /* Bad samples: the executor writes, the consumer reads under `lock`. */
   ladle__skip_state skip;
 

@@ -22,10 +22,15 @@ Transforms: Compose, Resize, CenterCrop, Pad, RandomResizedCrop,
 RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
 ColorJitter, Grayscale, RandomGrayscale, GaussianBlur, RandomErasing,
 Normalize, ToDtype, PILToTensor, ToPureTensor; InterpolationMode.
+Automatic augmentation (torchvision's policies and magnitude spaces, uint8
+images): AutoAugment (AutoAugmentPolicy.IMAGENET, CIFAR10, SVHN),
+RandAugment, TrivialAugmentWide; also RandomApply (transforms that keep the
+size) and ConvertImageDtype (v1: ToDtype(dtype, scale=True)).
 Functions (v2.functional): resize, center_crop, crop, resized_crop,
 horizontal_flip, vertical_flip, rotate, affine, adjust_brightness,
 adjust_contrast, adjust_saturation, adjust_hue, rgb_to_grayscale,
-gaussian_blur, erase, pad, to_dtype, normalize.
+gaussian_blur, erase, pad, to_dtype, normalize, posterize, solarize,
+invert, autocontrast, equalize, adjust_sharpness.
 
 Inputs and outputs: PIL images, uint8 torch tensors [C, H, W] or
 [N, C, H, W], or lists of them. A tensor in gives a tensor out, a batch a
@@ -115,6 +120,21 @@ tests/python/test_torchvision_api.py):
   torchvision (measured 0 on random images, tests/python/ops/filter/
   test_filter_torchvision.py). GaussianBlur draws one sigma per image from
   ladle's random.uniform (torchvision draws one per call, shared by a batch).
+- AutoAugment, RandAugment, TrivialAugmentWide (tests/python/
+  test_torchvision_autoaug.py): each operation at fixed magnitudes is
+  torchvision's _apply_op exactly (posterize, solarize, invert,
+  autocontrast, brightness, colour, contrast and sharpness follow its
+  truncating blends; colour and contrast use its truncated grey, contrast
+  its mean in double instead of float32), except NEAREST warp ties (as
+  RandomAffine, under 2% of the values) and Equalize, which is ladle's
+  equalize (OpenCV's and DALI's formula; torchvision steps the cumulative
+  histogram in integers: within 3 levels on 224x224 images, far more on
+  small ones). Operations, magnitudes and signs are drawn per image on the
+  host from Compose's seed (torchvision's distribution, not torch's
+  numbers). A level's candidates are joined by per-image merges: on the CPU
+  each runs only on the images that take it, on the GPU every candidate
+  runs on the batch (see ladle.auto_aug); the five warps share one
+  warp_affine.
 - RandomErasing: torchvision's box rule (area in scale, log-uniform ratio, 10
   attempts, nothing when none fits), drawn on the host by NumPy from the
   Compose's seed (not torch's numbers), erased by ladle's erase (functional
@@ -125,6 +145,7 @@ tests/python/test_torchvision_api.py):
 """
 
 from ._io import InterpolationMode
+from ._autoaug import AutoAugment, AutoAugmentPolicy, ConvertImageDtype, RandAugment, RandomApply, TrivialAugmentWide
 from ._transforms import (
     CenterCrop,
     ColorJitter,
@@ -149,6 +170,12 @@ from ._transforms import (
 from . import v2
 
 __all__ = [
+    "AutoAugment",
+    "AutoAugmentPolicy",
+    "ConvertImageDtype",
+    "RandAugment",
+    "RandomApply",
+    "TrivialAugmentWide",
     "CenterCrop",
     "ColorJitter",
     "Compose",

@@ -1,8 +1,10 @@
 /* _conditional.merge: where an `if` on a DataNode (enable_conditionals=True)
  * joins its branches. Each sample comes from the first input when its
- * predicate is true, from the second otherwise. Both branches ran on every
- * sample; since every random draw is keyed by (operator, epoch, sample), a
- * sample's values are those it would get had only its own branch run. */
+ * predicate is true, from the second otherwise. The input not chosen may be
+ * an empty sample: the executor computes only what merges read once their
+ * predicates are known (pipeline/demand.h). Since every random draw is keyed
+ * by (operator, epoch, sample), a sample's values do not depend on which
+ * samples the branches computed. */
 #include <string.h>
 
 #include "ops/op.h"

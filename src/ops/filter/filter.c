@@ -36,3 +36,32 @@ int ladle__gauss_weights(float *w, int window, float sigma) {
   for (int k = 0; k < window; k++) w[k] /= sum;
   return r;
 }
+
+ladle_status ladle__reduced_axes(ladle__node *n, int axes_arg, int names_arg, int *reduced) {
+  const ladle__out_desc *in = &n->in[0];
+  int by_axes = ladle__arg_given(n, axes_arg), by_names = ladle__arg_given(n, names_arg);
+  if (by_axes && by_names)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give 'axes' or 'axis_names', not both");
+  for (int d = 0; d < in->ndim; d++) reduced[d] = !by_axes && !by_names;
+  if (by_axes) {
+    const ladle_value *v = ladle__arg_value(n, axes_arg);
+    for (int k = 0; k < v->count; k++) {
+      int64_t a = v->u.ints[k] < 0 ? v->u.ints[k] + in->ndim : v->u.ints[k];
+      if (a < 0 || a >= in->ndim)
+        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'axes': axis %lld is out of range for %d-D input",
+                             (long long)v->u.ints[k], in->ndim);
+      reduced[a] = 1;
+    }
+  }
+  if (by_names) {
+    const char *names = ladle__arg_string(n, names_arg);
+    for (const char *c = names; *c; c++) {
+      int a = ladle__layout_axis(in->layout, *c);
+      if (a < 0)
+        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'axis_names': '%c' is not in the layout \"%s\"",
+                             *c, in->layout);
+      reduced[a] = 1;
+    }
+  }
+  return LADLE_OK;
+}

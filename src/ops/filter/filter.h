@@ -27,6 +27,11 @@ int ladle__gauss_weights(float *w, int window, float sigma);
 /* The index of axis `name` (a layout letter) in the layout, or -1. */
 int ladle__layout_axis(const char *layout, char name);
 
+/* The axes an operator with DALI's `axes` / `axis_names` arguments (argument
+ * indices axes_arg, names_arg) reduces over: reduced[d] = 1 for each, every
+ * axis when neither is given. Fails naming the operator and argument. */
+ladle_status ladle__reduced_axes(ladle__node *n, int axes_arg, int names_arg, int *reduced);
+
 /* Element i of a tensor as a double. */
 static inline double ladle__elem(const ladle__tensor *t, int64_t i) {
   switch (t->dtype) {

@@ -226,6 +226,14 @@ ladle_status check_params(int n, const void *d, void *host, void *dev, size_t by
   return LADLE_OK;
 }
 
+/* filter: one thread per output element. */
+__global__ void conv_kernel(const ladle__conv_desc *__restrict__ samples) {
+  const ladle__conv_desc *d = samples + blockIdx.y;
+  const int64_t count = d->frames * d->channels * d->out_h * d->out_w;
+  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x)
+    ladle__conv_element(d, e);
+}
+
 }  // namespace
 
 extern "C" size_t ladle__gpu_grid_param_bytes(int n) { return align16((size_t)n * sizeof(ladle__gpu_grid_desc)); }
@@ -341,6 +349,42 @@ extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int 
   LADLE_CUDA_CHECK_LAUNCH(norm_finalize_kernel);
   norm_apply_kernel<<<dim3(blocks_for(count), (unsigned)n), 256, 0, s>>>(dd);
   LADLE_CUDA_CHECK_LAUNCH(norm_apply_kernel);
+done:
+  return st;
+}
+
+extern "C" size_t ladle__gpu_conv_param_bytes(int n, int taps) {
+  return align16((size_t)n * sizeof(ladle__conv_desc)) + align16((size_t)taps * sizeof(float));
+}
+
+extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *host_params, void *dev_params,
+                                        size_t param_bytes, void *stream) {
+  ladle_status st = LADLE_OK;
+  cudaStream_t s = ladle__cuda_stream(stream);
+  int64_t most = 1;
+  LADLE_CUDA_ENTER();
+  LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_conv_param_bytes(n, taps), __func__));
+  {
+    ladle__conv_desc *hd = (ladle__conv_desc *)host_params;
+    const size_t at = align16((size_t)n * sizeof *d);
+    float *host_taps = (float *)((char *)host_params + at), *dev_taps = (float *)((char *)dev_params + at);
+    int used = 0;
+    memcpy(hd, d, (size_t)n * sizeof *d);
+    for (int i = 0; i < n; i++) {
+      const int k = d[i].r * d[i].s;
+      LADLE_CHECK(used + k <= taps, LADLE_ERROR_INVALID_ARGUMENT, "sample %d: more filter values than `taps`", i);
+      memcpy(host_taps + used, d[i].taps, sizeof(float) * (size_t)k);
+      hd[i].taps = dev_taps + used;
+      used += k;
+      const int64_t count = d[i].frames * d[i].channels * d[i].out_h * d[i].out_w;
+      if (count > most) most = count;
+    }
+  }
+  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, ladle__gpu_conv_param_bytes(n, taps),
+                                   cudaMemcpyHostToDevice, s));
+  (void)cudaGetLastError();
+  conv_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>((const ladle__conv_desc *)dev_params);
+  LADLE_CUDA_CHECK_LAUNCH(conv_kernel);
 done:
   return st;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "ladle/ladle.h"
+#include "ops/filter/conv_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -89,6 +90,12 @@ typedef struct ladle__gpu_norm_desc {
 size_t ladle__gpu_norm_param_bytes(int n);
 ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int n, int batch, void *host_params,
                                   void *dev_params, size_t param_bytes, void *stream);
+
+/* filter: conv_core.h's correlation of every sample; d[i].taps point to host
+ * memory and are copied, `taps` floats in all, after the descriptors. */
+size_t ladle__gpu_conv_param_bytes(int n, int taps);
+ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *host_params, void *dev_params,
+                             size_t param_bytes, void *stream);
 
 #ifdef __cplusplus
 }

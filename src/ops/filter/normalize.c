@@ -51,30 +51,8 @@ static ladle_status norm_init(ladle__node *n) {
   n->state = st;
   if (in->dtype == LADLE_FLOAT16 || n->out[0].dtype == LADLE_FLOAT16)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "float16 is not supported here (cast first)");
-  int by_axes = ladle__arg_given(n, NM_AXES), by_names = ladle__arg_given(n, NM_AXIS_NAMES);
-  if (by_axes && by_names)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give 'axes' or 'axis_names', not both");
-  for (int d = 0; d < in->ndim; d++) st->reduced[d] = !by_axes && !by_names;
-  if (by_axes) {
-    const ladle_value *v = ladle__arg_value(n, NM_AXES);
-    for (int k = 0; k < v->count; k++) {
-      int64_t a = v->u.ints[k] < 0 ? v->u.ints[k] + in->ndim : v->u.ints[k];
-      if (a < 0 || a >= in->ndim)
-        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'axes': axis %lld is out of range for %d-D input",
-                             (long long)v->u.ints[k], in->ndim);
-      st->reduced[a] = 1;
-    }
-  }
-  if (by_names) {
-    const char *names = ladle__arg_string(n, NM_AXIS_NAMES);
-    for (const char *c = names; *c; c++) {
-      int a = ladle__layout_axis(in->layout, *c);
-      if (a < 0)
-        return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'axis_names': '%c' is not in the layout \"%s\"",
-                             *c, in->layout);
-      st->reduced[a] = 1;
-    }
-  }
+  LADLE_TRY_OP(ladle__reduced_axes(n, NM_AXES, NM_AXIS_NAMES, st->reduced));
+  n->all_samples = (int)ladle__arg_int(n, NULL, NM_BATCH); /* batch statistics read every sample's state */
   n->out[0] = *in;
   n->out[0].dtype = (ladle_dtype)ladle__arg_int(n, NULL, NM_DTYPE);
   if (n->out[0].dtype == LADLE_FLOAT16)

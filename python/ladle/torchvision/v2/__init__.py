@@ -24,9 +24,16 @@ from .._transforms import (
     Transform,
 )
 from .._io import InterpolationMode
+from .._autoaug import AutoAugment, AutoAugmentPolicy, ConvertImageDtype, RandAugment, RandomApply, TrivialAugmentWide
 from . import functional
 
 __all__ = [
+    "AutoAugment",
+    "AutoAugmentPolicy",
+    "ConvertImageDtype",
+    "RandAugment",
+    "RandomApply",
+    "TrivialAugmentWide",
     "CenterCrop",
     "ColorJitter",
     "Compose",

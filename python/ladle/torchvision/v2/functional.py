@@ -5,6 +5,11 @@ Compose needed).
 Colour functions (adjust_brightness, adjust_contrast, adjust_saturation,
 adjust_hue, rgb_to_grayscale) run ladle's colour operators on uint8 images;
 see ladle.torchvision's notes for how they differ from torchvision's.
+posterize, solarize, invert, autocontrast (torchvision's formulas, exact),
+adjust_sharpness (its blend, within 1 level) and equalize (ladle's
+equalize: OpenCV's formula, as DALI; torchvision's rounds differently) are
+those ladle.torchvision's AutoAugment, RandAugment and TrivialAugmentWide
+use (ladle/torchvision/_autoaug.py).
 
 Inputs: a PIL image, a [C, H, W] or [N, C, H, W] torch tensor, or a list of
 those; results have the input's form (PIL in, PIL out for the geometric
@@ -18,6 +23,7 @@ from ... import _ladle
 from ... import types
 from ... import dynamic as _ldd
 from .._io import Inputs, InterpolationMode, assemble, interp_type
+from .. import _autoaug as _aa
 from .._color import check_factor, check_hue, gray_mean, hue_degrees, require_uint8
 from .._transforms import (center_offset, centre_offset, crop_position, expanded_size, inverse_affine, pad_fill,
                            pad_sides, padded_window, resized_shape, size_pair, warp_fill, warp_interp, warp_matrix)
@@ -25,7 +31,7 @@ from .._transforms import (center_offset, centre_offset, crop_position, expanded
 __all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturation", "affine", "center_crop", "crop",
            "erase", "gaussian_blur", "horizontal_flip", "normalize", "pad", "resize", "resized_crop", "rgb_to_grayscale",
            "rotate", "to_dtype",
-           "vertical_flip"]
+           "vertical_flip", "posterize", "solarize", "autocontrast", "equalize", "invert", "adjust_sharpness"]
 
 
 def _run(inpt, who, device, body, as_pil=True):
@@ -319,3 +325,48 @@ def erase(inpt, i, j, h, w, v, inplace=False, device="cpu"):
                           fill_value=values), False
 
     return _run(inpt, "erase", device, body)
+
+
+def _auto(inpt, who, device, op):
+    def body(b, dev, _):
+        return op(b.gpu() if dev == "gpu" else b)
+    return _color(inpt, who, device, body)
+
+
+def posterize(inpt, bits, device="cpu"):
+    """torchvision's posterize: keeps the top `bits` (0..8) bits of each value."""
+    if not isinstance(bits, int) or not 0 <= bits <= 8:
+        raise _ladle.InvalidArgumentError(f"posterize: bits must be an integer in [0, 8], got {bits!r}")
+    return _auto(inpt, "posterize", device, lambda b: _aa.posterize(b, bits))
+
+
+def solarize(inpt, threshold, device="cpu"):
+    """torchvision's solarize: 255 - x where x >= threshold."""
+    if not 0 <= float(threshold) <= 255:
+        raise _ladle.InvalidArgumentError(f"solarize: threshold must be in [0, 255] for uint8, got {threshold!r}")
+    return _auto(inpt, "solarize", device, lambda b: _aa.solarize(b, float(threshold)))
+
+
+def invert(inpt, device="cpu"):
+    """torchvision's invert: 255 - x."""
+    return _auto(inpt, "invert", device, _aa.invert)
+
+
+def autocontrast(inpt, device="cpu"):
+    """torchvision's autocontrast: each channel stretched to [0, 255], truncated (exact)."""
+    return _auto(inpt, "autocontrast", device, _aa.autocontrast)
+
+
+def equalize(inpt, device="cpu"):
+    """Histogram equalization per channel with ladle's equalize (OpenCV's and
+    DALI's formula; torchvision's, like Pillow's, steps the cumulative
+    histogram in integers: on 224x224 images within 3 levels)."""
+    return _auto(inpt, "equalize", device, _aa.equalize)
+
+
+def adjust_sharpness(inpt, sharpness_factor, device="cpu"):
+    """torchvision's adjust_sharpness: blends with the 3x3 smoothed image
+    (its border kept), truncated; within 1 level of torchvision (the
+    smoothing sums in another order)."""
+    f = check_factor(sharpness_factor, "sharpness_factor", "adjust_sharpness")
+    return _auto(inpt, "adjust_sharpness", device, lambda b: _aa.adjust_sharpness(b, f))

@@ -1,0 +1,123 @@
+/* Per-sample demand (demand.h). Each refresh is one backward sweep over the
+ * nodes not yet run: a node's sample is needed when a consumer's sample is
+ * and the consumer reads it there (a merge with a computed predicate reads
+ * only the chosen input). Refreshed whenever another merge's predicate has
+ * become available. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "pipeline/demand.h"
+
+extern const ladle__op_def ladle__op_conditional_merge;
+
+struct ladle__demand {
+  unsigned char *need;  /* num_nodes * batch_size */
+  unsigned char *force; /* num_nodes: computes every sample */
+  int *merge_pred;      /* num_nodes: the node producing a merge's predicate, or -1 */
+  unsigned char *is_pred; /* num_nodes: produces some merge's predicate */
+  int batch, from;      /* this iteration's batch size; where the last sweep started (-1: none yet) */
+};
+
+static int is_merge(const ladle__node *n) { return n->def == &ladle__op_conditional_merge; }
+
+ladle_status ladle__demand_init(ladle_pipeline *p) {
+  ladle_status st = LADLE_OK;
+  int merges = 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    merges += is_merge(p->nodes[i]);
+    if (p->nodes[i]->deferred) return LADLE_OK; /* inits that run late could still need every sample */
+  }
+  if (!merges || getenv("LADLE_NO_DEMAND")) return LADLE_OK;
+  struct ladle__demand *d = calloc(1, sizeof *d);
+  LADLE_CHECK(d, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  p->demand = d;
+  int n = p->num_nodes, slots = p->params.batch_size;
+  LADLE_ALLOC(d->need, (size_t)n * (size_t)slots);
+  LADLE_ALLOC(d->force, n);
+  LADLE_ALLOC(d->merge_pred, n);
+  LADLE_ALLOC(d->is_pred, n);
+  unsigned char *consumed = NULL;
+  LADLE_ALLOC(consumed, n);
+  for (int i = 0; i < n; i++) {
+    const ladle__node *c = p->nodes[i];
+    for (int k = 0; k < c->num_inputs; k++) consumed[p->values[c->inputs[k]].node] = 1;
+    for (int k = 0; k < c->num_sources; k++) consumed[p->values[c->sources[k]].node] = 1;
+  }
+  for (int k = 0; k < p->num_outputs; k++) d->force[p->values[p->outputs[k]].node] = 1;
+  for (int i = 0; i < n; i++) {
+    const ladle__node *c = p->nodes[i];
+    unsigned flags = c->def->schema.flags;
+    d->force[i] |= !consumed[i] || c->all_samples || c->device != LADLE_ON_CPU || c->def->views_input || c->fused_into || c->fused_from ||
+                   (flags & (LADLE_OP_READER | LADLE_OP_EXTERNAL | LADLE_OP_STATEFUL | LADLE_OP_CALLBACK));
+    d->merge_pred[i] = -1;
+    if (is_merge(c) && c->args[0].source >= 0) d->merge_pred[i] = p->values[c->sources[c->args[0].source]].node;
+  }
+  for (int i = 0; i < n; i++)
+    if (d->merge_pred[i] >= 0) d->is_pred[d->merge_pred[i]] = 1;
+  free(consumed);
+done:
+  return st;
+}
+
+void ladle__demand_fini(ladle_pipeline *p) {
+  struct ladle__demand *d = p->demand;
+  if (!d) return;
+  free(d->need);
+  free(d->force);
+  free(d->merge_pred);
+  free(d->is_pred);
+  free(d);
+  p->demand = NULL;
+}
+
+void ladle__demand_begin(ladle_pipeline *p, int batch) {
+  if (!p->demand) return;
+  p->demand->batch = batch;
+  p->demand->from = -1;
+}
+
+/* Whether merge c (a computed predicate) reads input value v for slot s. */
+static int merge_reads(ladle_pipeline *p, ladle__node *c, int v, int s) {
+  int src = c->args[0].source;
+  c->source_batches[src] = p->value_batches[c->sources[src]];
+  ladle__sample smp = {.slot = s};
+  int take_first = ladle__arg_int(c, &smp, 0) != 0;
+  return (c->inputs[0] == v && take_first) || (c->inputs[1] == v && !take_first);
+}
+
+static void sweep(ladle_pipeline *p, int from) {
+  struct ladle__demand *d = p->demand;
+  int batch = d->batch, slots = p->params.batch_size;
+  for (int j = from; j < p->num_nodes; j++) {
+    memset(d->need + (size_t)j * slots, d->force[j], (size_t)batch);
+  }
+  for (int c = p->num_nodes - 1; c >= from; c--) {
+    ladle__node *cn = p->nodes[c];
+    const unsigned char *nc = d->need + (size_t)c * slots;
+    int known = d->merge_pred[c] >= 0 && d->merge_pred[c] < from;
+    for (int k = 0; k < cn->num_inputs + cn->num_sources; k++) {
+      int v = k < cn->num_inputs ? cn->inputs[k] : cn->sources[k - cn->num_inputs];
+      int j = p->values[v].node;
+      if (j < from || d->force[j]) continue;
+      unsigned char *nj = d->need + (size_t)j * slots;
+      for (int s = 0; s < batch; s++)
+        if (nc[s] && !nj[s]) nj[s] = !(known && k < cn->num_inputs) || merge_reads(p, cn, v, s);
+    }
+  }
+}
+
+const unsigned char *ladle__demand_mask(ladle_pipeline *p, int i) {
+  struct ladle__demand *d = p->demand;
+  if (!d || d->force[i]) return NULL;
+  /* Masks only shrink as predicates become known; resweep when one has since the last sweep. */
+  int stale = d->from < 0;
+  for (int j = d->from < 0 ? 0 : d->from; j < i && !stale; j++) stale = d->is_pred[j];
+  if (stale) {
+    sweep(p, i);
+    d->from = i;
+  }
+  const unsigned char *m = d->need + (size_t)i * p->params.batch_size;
+  for (int s = 0; s < d->batch; s++)
+    if (!m[s]) return m;
+  return NULL;
+}
