@@ -236,7 +236,7 @@ def ladle_missing_ops(device):
     return missing
 
 
-def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None):
+def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuffle=True):
     """The pipeline on `lib` ("ladle" or "dali"), built."""
     if lib == "ladle":
         import ladle
@@ -260,7 +260,8 @@ def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None):
     with pipe:
         pipe.set_outputs(*detection_graph(fn, types, args.file_root, args.annotations, args.image_size,
                                           decoder=decoder, shard_id=dev.rank, num_shards=dev.world,
-                                          augment=not args.no_augment if augment is None else augment))
+                                          augment=not args.no_augment if augment is None else augment,
+                                          shuffle=shuffle))
     pipe.build()
     return pipe
 
