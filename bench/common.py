@@ -283,6 +283,65 @@ def gpu_used_mb(torch):
 
 # --- figures -----------------------------------------------------------------
 
+def child_env(dali):
+    """The environment of a benchmark child process. DALI's get its CUDA libraries
+    ($LADLE_BENCH_DALI_LIBS, set by tools/gpu-run) on LD_LIBRARY_PATH; ladle's keep
+    the system's nvJPEG."""
+    env = dict(os.environ)
+    libs = env.get("LADLE_BENCH_DALI_LIBS")
+    if dali and libs:
+        env["LD_LIBRARY_PATH"] = libs + (":" + env["LD_LIBRARY_PATH"] if env.get("LD_LIBRARY_PATH") else "")
+    return env
+
+
+class GpuUtilization:
+    """Samples `nvidia-smi dmon -s u` (once a second) while a measurement runs:
+    mean and max of each column (sm, mem, enc, dec, jpg, ofa: percent busy) over
+    the samples seen between start() and stop(). None where nvidia-smi is absent."""
+
+    def __init__(self, gpu=0):
+        self.gpu, self.proc, self.rows, self.columns = gpu, None, [], None
+        self.thread = None
+
+    def start(self):
+        import threading
+        try:
+            self.proc = subprocess.Popen(["nvidia-smi", "dmon", "-s", "u", "-d", "1", "-i", str(self.gpu)],
+                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self.proc = None
+            return self
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+        return self
+
+    def _read(self):
+        for line in self.proc.stdout:
+            fields = line.split()
+            if line.startswith("#") and self.columns is None and "gpu" in fields:
+                self.columns = fields[1:]
+            elif fields and not line.startswith("#") and self.columns:
+                self.rows.append(fields)
+
+    def stop(self):
+        if self.proc is None:
+            return None
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        self.thread.join(timeout=5)
+        if not self.rows or not self.columns:
+            return None
+        out = {"samples": len(self.rows)}
+        for i, name in enumerate(self.columns[1:], start=1):
+            values = [float(r[i]) for r in self.rows if i < len(r) and r[i].replace(".", "", 1).isdigit()]
+            if values:
+                out[name] = {"mean": round(sum(values) / len(values), 1), "max": max(values)}
+        return out
+
+
 def spread(values, digits=1):
     """Median, min, max and the values themselves."""
     if not values:

@@ -10,6 +10,9 @@ pipeline (decode, random resized crop to 224, random mirror, normalize, float16
 NCHW) or the validation pipeline (resize the shorter side to 256, center crop
 224, normalize, float16 NCHW). `to_gpu` puts the batch in GPU memory as a
 training loop would receive it.
+
+A loader name may end in "@hw=X" (e.g. "dali-mixed@hw=0.9"): the mixed decoder's
+hw_decoder_load, the share of images sent to the JPEG hardware engines.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -22,10 +25,27 @@ LOADERS = {
     "ladle-cpu": ("ladle", "train", "cpu"),
     "tv-dataloader": ("torchvision", "train", "cpu"),
     "tv-gpu": ("torchvision", "train", "gpu"),
+    "dali-mixed": ("dali", "train", "mixed"),
+    "dali-cpu": ("dali", "train", "cpu"),
     "ladle-mixed-val": ("ladle", "val", "mixed"),
     "ladle-cpu-val": ("ladle", "val", "cpu"),
     "tv-dataloader-val": ("torchvision", "val", "cpu"),
+    "dali-mixed-val": ("dali", "val", "mixed"),
+    "dali-cpu-val": ("dali", "val", "cpu"),
 }
+
+
+def parse_name(name):
+    """ "dali-mixed@hw=0.9" -> ("dali-mixed", 0.9); no suffix -> (name, None)."""
+    base, _, opt = name.partition("@")
+    if base not in LOADERS:
+        raise KeyError(name)
+    if not opt:
+        return base, None
+    key, _, value = opt.partition("=")
+    if key != "hw" or LOADERS[base][2] != "mixed":
+        raise KeyError(name)
+    return base, float(value)
 
 
 class Unavailable(Exception):
@@ -52,9 +72,33 @@ def ladle_has_transfer(ladle):
     return "transfer.to_gpu" in ladle.pipeline.op_schemas()
 
 
-class LadleLoader:
+class Loader:
+    """What every loader shares: sync() waits for the GPU work queued so far."""
+    torch = None
+    to_gpu = False
+
+    def sync(self):
+        if self.to_gpu:
+            self.torch.cuda.synchronize()
+
+
+def imagenet_graph(fn, types, jpegs, pipeline, device, hw):
+    """The training or validation graph, written once for ladle and for DALI
+    (same operator names and arguments: that is ladle's promise)."""
+    if pipeline == "train":
+        images = fn.decoders.image_random_crop(jpegs, device=device, output_type=types.RGB, **hw)
+        images = fn.resize(images, resize_x=224, resize_y=224)
+        return fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout="CHW",
+                                        mean=MEAN_255, std=STD_255, mirror=fn.random.coin_flip(probability=0.5))
+    images = fn.decoders.image(jpegs, device=device, output_type=types.RGB, **hw)
+    images = fn.resize(images, resize_shorter=256)
+    return fn.crop_mirror_normalize(images, crop=(224, 224), dtype=types.FLOAT16, output_layout="CHW",
+                                    mean=MEAN_255, std=STD_255)
+
+
+class LadleLoader(Loader):
     def __init__(self, ladle, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False,
-                 prefetch=2):
+                 prefetch=2, hw_decoder_load=None):
         from ladle import fn, types
 
         if device == "mixed":
@@ -70,22 +114,13 @@ class LadleLoader:
         torch_copy = to_gpu and device == "cpu" and not in_graph_copy
         self.torch_copy = torch_copy
         gpu = device == "mixed"
+        hw = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
 
         pipe = ladle.Pipeline(batch_size=batch_size, num_threads=threads, device_id=0 if (gpu or to_gpu) else -1,
                               seed=seed, prefetch_queue_depth=prefetch)
         with pipe:
             jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader")
-            if pipeline == "train":
-                images = fn.decoders.image_random_crop(jpegs, device=device, output_type=types.RGB)
-                images = fn.resize(images, resize_x=224, resize_y=224)
-                images = fn.crop_mirror_normalize(images, dtype=types.FLOAT16, output_layout="CHW",
-                                                  mean=MEAN_255, std=STD_255,
-                                                  mirror=fn.random.coin_flip(probability=0.5))
-            else:
-                images = fn.decoders.image(jpegs, device=device, output_type=types.RGB)
-                images = fn.resize(images, resize_shorter=256)
-                images = fn.crop_mirror_normalize(images, crop=(224, 224), dtype=types.FLOAT16,
-                                                  output_layout="CHW", mean=MEAN_255, std=STD_255)
+            images = imagenet_graph(fn, types, jpegs, pipeline, device, hw)
             if in_graph_copy:
                 images = images.gpu()
                 self.notes.append("CPU pipeline; images moved to the GPU in the graph (.gpu())")
@@ -113,12 +148,79 @@ class LadleLoader:
             y = np.from_dlpack(labels)
         return x, y
 
-    def sync(self):
-        if self.to_gpu:
-            self.torch.cuda.synchronize()
-
     def close(self):
         self.pipe.close()
+
+
+# --- NVIDIA DALI: the same graph, through its PyTorch iterator -----------------------
+
+def import_dali():
+    """(nvidia.dali, its PyTorch plugin) or raises Unavailable with the reason."""
+    try:
+        import nvidia.dali as dali
+        from nvidia.dali.plugin import pytorch as dali_torch
+    except Exception as e:  # noqa: BLE001 - any import failure means "not here"
+        raise Unavailable(f"nvidia.dali does not import ({type(e).__name__}: {e}); on the GPU machine install it "
+                          "with ../shared/tools/dali/ (tools/gpu-run --dali)")
+    return dali, dali_torch
+
+
+class DaliLoader(Loader):
+    """DALI 2.x running imagenet_graph, batches taken as DALI users take them:
+    DALIGenericIterator (it copies each output into a torch tensor it owns).
+    The iterator has no epoch size (size=-1), so it streams like ladle's reader."""
+
+    def __init__(self, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False, prefetch=2,
+                 hw_decoder_load=None):
+        dali, dali_torch = import_dali()
+        from nvidia.dali import fn, types
+        if torch is None:
+            raise Unavailable("DALI's iterator needs torch")
+        cuda = torch.cuda.is_available()
+        if device == "mixed" and not cuda:
+            raise Unavailable("no CUDA device")
+        hw = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
+        self.torch = torch
+        self.to_gpu = to_gpu or device == "mixed"
+        self.notes = [f"NVIDIA DALI {dali.__version__}, DALIGenericIterator"
+                      + (f", hw_decoder_load {hw_decoder_load}" if hw else
+                         ", DALI's default hw_decoder_load" if device == "mixed" else "")]
+        pipe = dali.Pipeline(batch_size=batch_size, num_threads=threads, device_id=0 if cuda else None,
+                             seed=seed, prefetch_queue_depth=prefetch)
+        with pipe:
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader")
+            images = imagenet_graph(fn, types, jpegs, pipeline, device, hw)
+            if device == "cpu" and self.to_gpu:
+                images, labels = images.gpu(), labels.gpu()
+                self.notes.append("CPU pipeline; outputs moved to the GPU in the graph (.gpu())")
+            pipe.set_outputs(images, labels)
+        pipe.build()
+        self.queue_depth = prefetch
+        self.pipe = pipe
+        self.it = None
+        if int(torch.__version__.split(".")[0]) >= 2:
+            self.it = dali_torch.DALIGenericIterator([pipe], ["x", "y"], size=-1)
+        elif self.to_gpu:  # DALI 2.4's plugin uses torch.device as a context manager (torch >= 2)
+            raise Unavailable(f"DALI's PyTorch iterator needs torch >= 2, not {torch.__version__}")
+        else:
+            self.notes.append(f"DALIGenericIterator needs torch >= 2, not {torch.__version__}: host outputs "
+                              "taken through NumPy instead")
+
+    def next(self):
+        if self.it is None:
+            import numpy as np
+            images, labels = self.pipe.run()
+            x = self.torch.from_numpy(np.asarray(images.as_tensor()))
+            return x, self.torch.from_numpy(np.asarray(labels.as_tensor())).view(-1).long()
+        out = next(self.it)[0]
+        x, y = out["x"], out["y"].view(-1).long()
+        if self.to_gpu and not y.is_cuda:  # the mixed graph's labels stay on the host, as ladle's do
+            y = y.cuda(non_blocking=True)
+        return x, y
+
+    def close(self):
+        self.it = None
+        self.pipe = None
 
 
 # --- torchvision: ImageFolder + DataLoader ---------------------------------------------
@@ -178,7 +280,7 @@ def torchvision_transform(torch, torchvision, pipeline, version):
     return T.Compose(head + [T.ToTensor(), T.Normalize(MEAN, STD), ToHalf()])
 
 
-class TorchvisionLoader:
+class TorchvisionLoader(Loader):
     def __init__(self, torch, torchvision, root, pipeline, batch_size, workers, seed=0, to_gpu=False,
                  version="auto"):
         if torch is None or torchvision is None:
@@ -206,10 +308,6 @@ class TorchvisionLoader:
             x = x.cuda(non_blocking=True)
             y = y.cuda(non_blocking=True)
         return x, y
-
-    def sync(self):
-        if self.to_gpu:
-            self.torch.cuda.synchronize()
 
     def close(self):
         it, self.it = self.it, None
@@ -292,14 +390,18 @@ class TorchvisionGpuLoader:
 
 def make_loader(name, *, ladle, torch, torchvision, root, batch_size, threads, seed=0, to_gpu=False,
                 prefetch=2, tv_version="auto"):
-    """Builds loader `name` (a key of LOADERS). Raises Unavailable with the reason
-    when it cannot run here."""
-    library, pipeline, device = LOADERS[name]
+    """Builds loader `name` (a key of LOADERS, maybe with "@hw=X"). Raises
+    Unavailable with the reason when it cannot run here."""
+    base, hw = parse_name(name)
+    library, pipeline, device = LOADERS[base]
     if library == "ladle":
         if ladle is None:
             raise Unavailable("ladle does not import")
         return LadleLoader(ladle, torch, root, pipeline, device, batch_size, threads, seed=seed,
-                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch)
+                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch, hw_decoder_load=hw)
+    if library == "dali":
+        return DaliLoader(torch, root, pipeline, device, batch_size, threads, seed=seed, to_gpu=to_gpu,
+                          prefetch=prefetch, hw_decoder_load=hw)
     if device == "gpu":
         return TorchvisionGpuLoader(torch, torchvision, root, batch_size, seed=seed)
     return TorchvisionLoader(torch, torchvision, root, pipeline, batch_size, threads, seed=seed, to_gpu=to_gpu,
@@ -307,7 +409,11 @@ def make_loader(name, *, ladle, torch, torchvision, root, batch_size, threads, s
 
 
 def describe(name, batch_size, threads):
-    library, pipeline, device = LOADERS[name]
-    return {"loader": library, "pipeline": pipeline, "decode": device, "batch_size": batch_size,
-            "threads": threads if not (library == "torchvision" and device == "gpu") else 1}
+    base, hw = parse_name(name)
+    library, pipeline, device = LOADERS[base]
+    out = {"loader": library, "pipeline": pipeline, "decode": device, "batch_size": batch_size,
+           "threads": threads if not (library == "torchvision" and device == "gpu") else 1}
+    if hw is not None:
+        out["hw_decoder_load"] = hw
+    return out
 

@@ -43,13 +43,13 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-from common import (Deadline, cpu_seconds_between, cpu_times, gpu_used_mb, host_memory_mb,  # noqa: E402
-                    process_tree, spread)
+from common import (Deadline, GpuUtilization, cpu_seconds_between, cpu_times, gpu_used_mb,  # noqa: E402
+                    host_memory_mb, process_tree, spread)
 
 MIN_PASS_BATCHES = 8  # a timed pass is never shorter than this, whatever the set's size
 
-TRAIN_LOADERS = ["ladle-mixed", "ladle-cpu", "tv-dataloader", "tv-gpu"]
-VAL_LOADERS = ["ladle-mixed-val", "ladle-cpu-val", "tv-dataloader-val"]
+TRAIN_LOADERS = ["ladle-mixed", "ladle-cpu", "dali-mixed", "dali-cpu", "tv-dataloader", "tv-gpu"]
+VAL_LOADERS = ["ladle-mixed-val", "ladle-cpu-val", "dali-mixed-val", "dali-cpu-val", "tv-dataloader-val"]
 
 
 # =========================== child: runs measurements ===========================
@@ -149,6 +149,7 @@ def measure(ctx, spec, deadline):
 
         rates, seconds, cpu_total, wall_total = [], [], 0.0, 0.0
         cut_short = False
+        util = GpuUtilization().start() if result["to_gpu"] else None
         for p in range(spec["passes"]):
             if p > 0 and deadline.passed():
                 cut_short = True
@@ -165,6 +166,7 @@ def measure(ctx, spec, deadline):
             rates.append(n_batches * batch / dt)
             seconds.append(round(dt, 3))
             sample_memory()
+        result["gpu_utilization"] = util.stop() if util else None
     finally:
         loader.close()
         del loader
@@ -295,27 +297,41 @@ def _line(sid, res):
 
 def plan(args, train_desc, val_desc):
     batch, threads = args.batch_size, args.threads
+    from loaders import LOADERS, parse_name
     wanted = [x.strip() for x in args.loaders.split(",") if x.strip()]
     if "all" in wanted:
         wanted = TRAIN_LOADERS + VAL_LOADERS
-    unknown = [w for w in wanted if w not in TRAIN_LOADERS + VAL_LOADERS]
+    unknown = []
+    for w in wanted:
+        try:
+            parse_name(w)
+        except (KeyError, ValueError):
+            unknown.append(w)
     if unknown:
         raise SystemExit(f"unknown loader(s): {', '.join(unknown)}; choose from "
-                         f"{', '.join(TRAIN_LOADERS + VAL_LOADERS)}")
+                         f"{', '.join(TRAIN_LOADERS + VAL_LOADERS)} (mixed ones may end in @hw=LOAD)")
+    # --hw-loads: each mixed loader again at these hw_decoder_load values (DALI's best
+    # setting differs from its default; the result records which was best).
+    for load in args.hw_loads:
+        for base in [w for w in wanted if "@" not in w and w.split("-")[1] == "mixed"]:
+            if f"{base}@hw={load}" not in wanted:
+                wanted.append(f"{base}@hw={load}")
 
     def images(desc):
         return args.pass_images or desc["images"]
 
     # Run in this order, so that a tight time budget loses the least important
-    # figures: training pipelines (ladle, then the peers), validation, scaling, cold.
-    order = ("ladle-train", "torchvision-train", "ladle-val", "torchvision-val", "scaling", "cold")
+    # figures: training pipelines (ladle, DALI, torchvision), validation, scaling, cold.
+    libraries = ("ladle", "dali", "torchvision")
+    order = tuple(f"{lib}-train" for lib in libraries) + tuple(f"{lib}-val" for lib in libraries) + ("scaling", "cold")
     groups = {g: [] for g in order}
     for name in wanted:
-        is_val = name in VAL_LOADERS
+        base = parse_name(name)[0]
+        is_val = base in VAL_LOADERS
         desc = val_desc if is_val else train_desc
         spec = {"id": name, "loader": name, "root": desc["root"], "batch_size": batch, "threads": threads,
                 "pass_images": images(desc), "passes": args.passes, "section": "results"}
-        groups[("ladle" if name.startswith("ladle") else "torchvision") + ("-val" if is_val else "-train")].append(spec)
+        groups[LOADERS[base][0] + ("-val" if is_val else "-train")].append(spec)
 
     if args.scaling:
         cores = common.usable_cores()
@@ -332,7 +348,7 @@ def plan(args, train_desc, val_desc):
                                           "pass_seconds": args.scaling_pass_seconds, "passes": args.scaling_passes,
                                           "section": "scaling", "axis": "batch_size"})
     if args.cold:
-        for name in ("ladle-mixed", "ladle-cpu", "tv-dataloader"):
+        for name in ("ladle-mixed", "ladle-cpu", "dali-mixed", "dali-cpu", "tv-dataloader"):
             if name in wanted:
                 groups["cold"].append({"id": f"cold/{name}", "loader": name, "root": train_desc["root"],
                                        "batch_size": batch, "threads": threads, "pass_images": images(train_desc),
@@ -362,7 +378,7 @@ def run_group(args, specs, deadline, on_update):
             cmd += _forwarded(args)
             if deadline.end is not None:
                 cmd += ["--deadline", str(time.time() + deadline.left())]
-            proc = subprocess.Popen(cmd)
+            proc = subprocess.Popen(cmd, env=common.child_env(any(s["loader"].startswith("dali") for s in remaining)))
             try:
                 wait = None if deadline.end is None else max(5.0, deadline.left() + args.grace)
                 rc = proc.wait(timeout=wait)
@@ -403,6 +419,37 @@ def _forwarded(args):
     return out
 
 
+def versus_dali(res, suffix):
+    """ladle's mixed pipeline (default settings) against DALI's at its default and at
+    the hw_decoder_load that gave it the most images/s and the most per busy core
+    (issue 13: >= 1.3x DALI's best, never fewer images per busy core)."""
+    def runs(prefix):
+        return {k: r for k, r in res.items() if (k == prefix or k.startswith(prefix + "@"))
+                and "images_per_s" in r}
+    ladle = runs("ladle-mixed" + suffix)
+    dali = runs("dali-mixed" + suffix)
+    if f"ladle-mixed{suffix}" not in ladle or not dali:
+        return None
+    lm = ladle[f"ladle-mixed{suffix}"]
+    best = max(dali, key=lambda k: dali[k]["images_per_s"]["median"])
+    frugal = max(dali, key=lambda k: dali[k].get("images_per_s_per_busy_core") or 0)
+    a = lm["images_per_s"]["median"]
+    g = {"what": "ladle mixed (defaults) vs DALI mixed: default and best hw_decoder_load of this run "
+                 "(issue 13 goals: >= 1.3x DALI's best images/s; images per busy core >= DALI's best)",
+         "ladle_images_per_s": a, "ladle_per_busy_core": lm.get("images_per_s_per_busy_core"),
+         "ladle_cores_busy": lm.get("cores_busy"), "dali_best": best,
+         "dali_best_images_per_s": dali[best]["images_per_s"]["median"],
+         "ratio_vs_dali_best": round(a / dali[best]["images_per_s"]["median"], 2),
+         "dali_most_frugal": frugal,
+         "dali_most_frugal_per_busy_core": dali[frugal].get("images_per_s_per_busy_core")}
+    if f"dali-mixed{suffix}" in dali:
+        g["ratio_vs_dali_default"] = round(a / dali[f"dali-mixed{suffix}"]["images_per_s"]["median"], 2)
+    if lm.get("images_per_s_per_busy_core") and g["dali_most_frugal_per_busy_core"]:
+        g["per_busy_core_ratio"] = round(lm["images_per_s_per_busy_core"] / g["dali_most_frugal_per_busy_core"], 2)
+    g["goal_met"] = g["ratio_vs_dali_best"] >= 1.3 and g.get("per_busy_core_ratio", 0) >= 1.0
+    return g
+
+
 def comparisons(report):
     """The ratios the issues ask for."""
     res = report["results"]
@@ -429,6 +476,10 @@ def comparisons(report):
             "goal": 1.5,
         }
         out["cpu"]["goal_met"] = out["cpu"]["ratio"] >= 1.5
+    for pipeline, suffix in (("train", ""), ("val", "-val")):
+        g = versus_dali(res, suffix)
+        if g:
+            out[f"dali_{pipeline}"] = g
     lm = ok("ladle-mixed")
     if lm:
         a = lm["images_per_s"]["median"]
@@ -563,7 +614,9 @@ def parse_args(argv=None):
     p.add_argument("--cold", action="store_true",
                    help="also one pass per loader from a dropped page cache (needs root and a disk-backed folder)")
     p.add_argument("--no-gpu-copy", action="store_true", help="CPU loaders hand over host batches even with a GPU")
-    p.add_argument("--prefetch", type=int, default=2, help="ladle prefetch_queue_depth")
+    p.add_argument("--prefetch", type=int, default=2, help="prefetch_queue_depth of ladle and DALI")
+    p.add_argument("--hw-loads", type=lambda s: [float(x) for x in s.split(",") if x], default=[],
+                   help="also run each mixed loader at these hw_decoder_load values, e.g. 0.9,0.99")
     p.add_argument("--tv-transforms", choices=["auto", "v1", "v2"], default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--time-budget", type=float, default=0, help="seconds; later measurements are skipped past it")

@@ -17,6 +17,7 @@ import sys
 
 LADLE = "#d9822b"
 PEER = "#7f8c9a"
+DALI = "#76b900"  # NVIDIA green
 SYNTH = "#4a6fa5"
 
 
@@ -52,7 +53,7 @@ def loader_panel(ax, r):
         med.append(ips["median"])
         lo.append(ips["median"] - ips["min"])
         hi.append(ips["max"] - ips["median"])
-        colors.append(LADLE if x["loader"] == "ladle" else PEER)
+        colors.append({"ladle": LADLE, "dali": DALI}.get(x["loader"], PEER))
     # A whisker far beyond every median (a pass timed while a loader's queue was
     # still full) would squash the bars: clip it at the axis and mark it.
     limit = max(med) * 1.3
@@ -97,7 +98,7 @@ def training_figures(t):
 def training_panel(ax, t):
     figs, source = training_figures(t)
     order = ["synthetic", "ladle", "pytorch"]
-    colors = {"synthetic": SYNTH, "ladle": LADLE, "pytorch": PEER}
+    colors = {"synthetic": SYNTH, "ladle": LADLE, "dali": DALI, "pytorch": PEER}
     archs = list(figs)
     width = 0.8 / len(order)
     for i, backend in enumerate(order):

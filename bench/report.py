@@ -34,6 +34,12 @@ def _status(res):
     return None
 
 
+def _utilization(u):
+    if not u:
+        return "-"
+    return f"{_n((u.get('jpg') or {}).get('mean'))}/{_n((u.get('sm') or {}).get('mean'))}"
+
+
 def header(r):
     m = r.get("machine") or {}
     gpu = m.get("gpu")
@@ -57,18 +63,20 @@ def print_pipeline(r):
         for name, x in res.items():
             st = _status(x)
             if st:
-                rows.append([name] + ["-"] * 10 + [st.split(":")[0]])
+                rows.append([name] + ["-"] * 11 + [st.split(":")[0]])
                 notes.append(f"  {name}: {st}")
                 continue
             ips, gpu = x["images_per_s"], x.get("gpu_memory_mb")
             rows.append([name, x["pipeline"], x["batch_size"], x["threads"], _n(ips["median"]),
                          f"{_n(ips['min'])}-{_n(ips['max'])}", _n(x.get("images_per_s_per_thread")),
                          _n(x.get("cores_busy"), 1), _n(x.get("images_per_s_per_busy_core")),
-                         _n(x["host_memory_mb"]["rss_peak"]), _n(gpu["added"]) if gpu else "-"
+                         _n(x["host_memory_mb"]["rss_peak"]), _n(gpu["added"]) if gpu else "-",
+                         _utilization(x.get("gpu_utilization"))
                          ] + (["cut short by the time budget"] if x.get("cut_short") else [""]))
-        print("\npipeline throughput (median of timed passes after a warm-up pass)")
+        print("\npipeline throughput (median of timed passes after a warm-up pass; jpg/sm: mean % busy of the "
+              "JPEG engines and SMs over the timed passes, nvidia-smi dmon)")
         _table(rows, ["loader", "pipeline", "batch", "thr", "images/s", "min-max", "/thread", "busy",
-                      "/busy core", "RSS MiB", "GPU MiB+", ""])
+                      "/busy core", "RSS MiB", "GPU MiB+", "jpg/sm %", ""])
         for line in notes:
             print(line)
     comp = r.get("comparisons") or {}
@@ -77,6 +85,14 @@ def print_pipeline(r):
         print(f"\nCPU, {c['workers']} workers each: ladle {_n(c['ladle_per_core'])} vs torchvision "
               f"{_n(c['torchvision_per_core'])} images/s per worker: {c['ratio']}x "
               f"(per busy core {c.get('ratio_per_busy_core')}x); goal 1.5x: {'met' if c['goal_met'] else 'NOT met'}")
+    for pipeline in ("train", "val"):
+        d = comp.get(f"dali_{pipeline}")
+        if d:
+            print(f"vs DALI ({pipeline}): ladle mixed {_n(d['ladle_images_per_s'])} images/s = "
+                  f"{d.get('ratio_vs_dali_default', '-')}x DALI's default, {d['ratio_vs_dali_best']}x its best "
+                  f"({d['dali_best']}); per busy core {_n(d.get('ladle_per_busy_core'))} vs "
+                  f"{_n(d.get('dali_most_frugal_per_busy_core'))} ({d['dali_most_frugal']}); goals >= 1.3x and "
+                  f">= 1x per core: {'met' if d['goal_met'] else 'NOT met'}")
     if "gpu" in comp:
         g = comp["gpu"]
         ratios = ", ".join(f"{v}x {k[9:]}" for k, v in g.items() if k.startswith("ratio_vs_"))
@@ -123,6 +139,8 @@ def print_training(t):
         parts = []
         if h.get("ladle_vs_synthetic") is not None:
             parts.append(f"ladle at {h['ladle_vs_synthetic']:.0%} of synthetic (goal >= 95%)")
+        if h.get("dali_vs_synthetic") is not None:
+            parts.append(f"DALI at {h['dali_vs_synthetic']:.0%}")
         if h.get("epoch_minutes_saved_vs_pytorch") is not None:
             parts.append(f"{h['epoch_minutes_saved_vs_pytorch']:.1f} min per ImageNet epoch saved against the "
                          f"DataLoader ({h['epoch_time_cut_vs_pytorch']:.0%} less)")

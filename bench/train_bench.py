@@ -61,13 +61,18 @@ class Synthetic:
 
 
 def make_source(backend, args, torch, torchvision, ladle):
-    from loaders import LadleLoader, TorchvisionLoader, ladle_gpu_ops
+    from loaders import DaliLoader, LadleLoader, TorchvisionLoader, ladle_gpu_ops
     cuda = torch.cuda.is_available()
     if backend == "synthetic":
         return Synthetic(torch, args.batch_size, "cuda" if cuda else "cpu"), "synthetic"
     if backend == "pytorch":
         return TorchvisionLoader(torch, torchvision, args.data, "train", args.batch_size, args.threads,
                                  seed=args.seed, to_gpu=cuda), "torchvision DataLoader"
+    if backend == "dali":
+        device = "mixed" if cuda else "cpu"
+        return (DaliLoader(torch, args.data, "train", device, args.batch_size, args.ladle_threads, seed=args.seed,
+                           to_gpu=cuda, prefetch=args.prefetch, hw_decoder_load=args.dali_hw_load),
+                f"DALI {device}" + (f", hw_decoder_load {args.dali_hw_load}" if args.dali_hw_load else ""))
     if ladle is None:
         raise RuntimeError("ladle does not import")
     device = args.ladle_device
@@ -197,11 +202,13 @@ def run_child(args, backend, deadline):
                "--iters", str(args.iters), "--warmup-iters", str(args.warmup_iters), "--chunks", str(args.chunks),
                "--threads", str(args.threads), "--ladle-threads", str(args.ladle_threads), "--ladle-device", args.ladle_device, "--seed", str(args.seed),
                "--prefetch", str(args.prefetch)]
+        if args.dali_hw_load is not None:
+            cmd += ["--dali-hw-load", str(args.dali_hw_load)]
         if args.allow_cpu:
             cmd.append("--allow-cpu")
         if deadline.end is not None:
             cmd += ["--deadline", str(time.time() + deadline.left())]
-        proc = subprocess.Popen(cmd)
+        proc = subprocess.Popen(cmd, env=common.child_env(backend == "dali"))
         why = None
         try:
             rc = proc.wait(timeout=None if deadline.end is None else max(5.0, deadline.left() + args.grace))
@@ -229,7 +236,7 @@ def run_script(args, deadline):
     out = {}
     iters = args.script_iters
     for arch in args.archs:
-        for backend in args.backends:
+        for backend in [b for b in args.backends if b in SCRIPT_BACKENDS]:
             if deadline.left() < 20:
                 out.setdefault(arch, {})[backend] = {"skipped": "time budget spent"}
                 continue
@@ -261,6 +268,9 @@ def run_script(args, deadline):
     return out
 
 
+SCRIPT_BACKENDS = ("synthetic", "ladle", "pytorch")  # what examples/imagenet/train.py takes
+
+
 def headline(runs):
     out = {}
     for arch, b in runs.items():
@@ -269,6 +279,10 @@ def headline(runs):
         if "ladle" in ips and "synthetic" in ips:
             h["ladle_vs_synthetic"] = round(ips["ladle"] / ips["synthetic"], 3)
             h["goal_within_5_percent"] = h["ladle_vs_synthetic"] >= 0.95
+        if "dali" in ips and "synthetic" in ips:
+            h["dali_vs_synthetic"] = round(ips["dali"] / ips["synthetic"], 3)
+        if "ladle" in ips and "dali" in ips:
+            h["ladle_vs_dali"] = round(ips["ladle"] / ips["dali"], 3)
         if "pytorch" in ips and "synthetic" in ips:
             h["pytorch_vs_synthetic"] = round(ips["pytorch"] / ips["synthetic"], 3)
         if "ladle" in ips and "pytorch" in ips:
@@ -361,7 +375,11 @@ def parse_args(argv=None):
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     p.add_argument("--data", default="/tmp/imagenet-like/train")
     p.add_argument("--archs", type=csv, default=["resnet50", "resnet18"])
-    p.add_argument("--backends", type=csv, default=["synthetic", "ladle", "pytorch"])
+    p.add_argument("--backends", type=csv, default=["synthetic", "ladle", "dali", "pytorch"],
+                   help="synthetic, ladle, dali (NVIDIA DALI, the same graph; skipped when it does not import), "
+                        "pytorch")
+    p.add_argument("--dali-hw-load", type=float, default=None,
+                   help="DALI's hw_decoder_load (default: DALI's own default)")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--iters", type=int, default=100, help="timed iterations")
     p.add_argument("--warmup-iters", type=int, default=20)
