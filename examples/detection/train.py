@@ -36,7 +36,7 @@ CONTRAST = [0.5, 1.5]
 SATURATION = [0.5, 1.5]
 HUE_DEGREES = [-18.0, 18.0]  # torchvision's hue=(-0.05, 0.05) of a turn
 ARCHS = ("ssd300_vgg16", "ssdlite320_mobilenet_v3_large", "retinanet_resnet50_fpn", "tinyssd")
-BACKENDS = ("ladle", "ladle-cpu", "pytorch", "dali", "synthetic")
+BACKENDS = ("ladle", "ladle-cpu", "pytorch", "dali", "dali-cpu", "synthetic")
 LADLE_OPS = ("readers.coco", "random_bbox_crop", "bb_flip", "slice", "hsv", "brightness_contrast", "resize",
              "crop_mirror_normalize")
 
@@ -62,7 +62,7 @@ def parse_args(argv=None):
     p.add_argument("--image-size", type=int, default=0, help="training image side (default: the model's, 300/320)")
     p.add_argument("--data-backend", default="ladle", choices=BACKENDS,
                    help="ladle: decode and augment on the GPU; ladle-cpu: on the CPU; dali: the same pipeline on "
-                        "NVIDIA DALI; pytorch: torchvision CocoDetection + transforms v2 + DataLoader (a v1 "
+                        "NVIDIA DALI (dali-cpu: its CPU operators); pytorch: torchvision CocoDetection + transforms v2 + DataLoader (a v1 "
                         "equivalent where torchvision has no v2); synthetic: one batch on the device")
     p.add_argument("--tv-transforms", default="auto", choices=["auto", "v1", "v2"],
                    help="pytorch backend: v2 needs torchvision >= 0.16 and pycocotools (auto: v2 when there)")
@@ -557,7 +557,7 @@ def make_loader(args, dev, backend):
         ds, desc = torch_dataset(args)
         return TorchLoader(ds, dev, args), desc + f" + DataLoader({args.workers} workers)"
     decoder = "mixed" if backend in ("ladle", "dali") and dev.device.type == "cuda" else "cpu"
-    lib = "dali" if backend == "dali" else "ladle"
+    lib = "dali" if backend.startswith("dali") else "ladle"
     pipe = build_pipeline(lib, args, dev, decoder)
     return PipelineLoader(lib, pipe, dev, args.image_size), f"{lib} pipeline, decoding on {decoder}"
 
@@ -577,7 +577,7 @@ def resolve_backend(args, dev):
         if backend == "ladle" and want == "cpu":
             dev.print("=> --data-backend ladle: training runs on the CPU; using ladle-cpu")
             return "ladle-cpu"
-    if backend == "dali":
+    if backend.startswith("dali"):
         try:
             import nvidia.dali  # noqa: F401
         except ImportError:
