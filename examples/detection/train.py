@@ -303,9 +303,17 @@ class PipelineLoader:
 
 # --- data: torchvision ----------------------------------------------------------------
 
+def _has_pycocotools():
+    try:
+        import pycocotools  # noqa: F401
+        return True
+    except ImportError:
+        return False
+
+
 def tv_v2_status():
-    """None when the pytorch backend can use transforms v2 (torchvision >= 0.16
-    with tv_tensors/datapoints, and pycocotools for CocoDetection), else why not."""
+    """None when the pytorch backend can use transforms v2 (torchvision >= 0.17,
+    or 0.16 with pycocotools for CocoDetection), else why not."""
     import torchvision
 
     try:
@@ -316,9 +324,11 @@ def tv_v2_status():
         return f"torchvision {torchvision.__version__}'s transforms.v2 lacks ToImage/RandomIoUCrop/" \
                "SanitizeBoundingBoxes (needs >= 0.16)"
     try:
-        import pycocotools  # noqa: F401
+        from torchvision import tv_tensors  # noqa: F401
     except ImportError:
-        return "torchvision's CocoDetection needs pycocotools (pip install pycocotools)"
+        if not _has_pycocotools():
+            return f"torchvision {torchvision.__version__} has no tv_tensors (>= 0.17) and CocoDetection needs " \
+                   "pycocotools (pip install pycocotools)"
     return None
 
 
@@ -326,9 +336,11 @@ class CocoBoxes(torch.utils.data.Dataset):
     """The images of a COCO instances file with their boxes (absolute ltrb)
     and labels 1..K (category ids in sorted order, as readers.coco), images
     without objects left out (readers.coco's skip_empty). v1 path: PIL
-    decoding and SSDTransformV1."""
+    decoding and SSDTransformV1 (transform(image, boxes, labels)), or with
+    tv_boxes the v2 sample (PIL image, {"boxes": tv_tensors.BoundingBoxes, "labels"})
+    for the transforms v2 path without pycocotools."""
 
-    def __init__(self, file_root, annotations, transform):
+    def __init__(self, file_root, annotations, transform=None, tv_boxes=False):
         with open(annotations) as f:
             doc = json.load(f)
         remap = {cid: k + 1 for k, cid in enumerate(sorted(c["id"] for c in doc["categories"]))}
@@ -339,7 +351,7 @@ class CocoBoxes(torch.utils.data.Dataset):
                 by_image.setdefault(a["image_id"], []).append(([x, y, x + w, y + h], remap[a["category_id"]]))
         self.items = [(os.path.join(file_root, im["file_name"]), by_image[im["id"]])
                       for im in sorted(doc["images"], key=lambda im: im["id"]) if im["id"] in by_image]
-        self.transform = transform
+        self.transform, self.tv_boxes = transform, tv_boxes
 
     def __len__(self):
         return len(self.items)
@@ -352,6 +364,11 @@ class CocoBoxes(torch.utils.data.Dataset):
             img = im.convert("RGB")
         boxes = torch.tensor([o[0] for o in objs], dtype=torch.float32).reshape(-1, 4)
         labels = torch.tensor([o[1] for o in objs], dtype=torch.int64)
+        if self.tv_boxes:
+            from torchvision import tv_tensors
+
+            return img, {"boxes": tv_tensors.BoundingBoxes(boxes, format="XYXY", canvas_size=(img.height, img.width)),
+                         "labels": labels}
         return self.transform(img, boxes, labels)
 
 
@@ -424,9 +441,9 @@ class SSDTransformV1:
 
 
 def coco_v2_dataset(args):
-    """torchvision's CocoDetection wrapped for transforms v2, with the same
-    augmentation (RandomIoUCrop, flip, Resize, ColorJitter, Normalize) and
-    labels remapped to 1..K."""
+    """torchvision's CocoDetection wrapped for transforms v2 (CocoBoxes with
+    tv_tensors where pycocotools is absent), with the same augmentation
+    (RandomIoUCrop, flip, Resize, ColorJitter, Normalize) and labels 1..K."""
     import torchvision
     import torchvision.transforms.v2 as T
     from torchvision.datasets import CocoDetection, wrap_dataset_for_transforms_v2
@@ -446,10 +463,16 @@ def coco_v2_dataset(args):
                                                                         [s / 255 for s in STD])]
     if not args.no_augment:
         ops.append(T.SanitizeBoundingBoxes())
-    base = CocoDetection(args.file_root, args.annotations)
-    base.ids = [i for i in base.ids if base.coco.getAnnIds(imgIds=i)]  # skip_empty, as readers.coco
-    ds = wrap_dataset_for_transforms_v2(base, target_keys=("boxes", "labels"))
-    remap = {cid: k + 1 for k, cid in enumerate(category_ids(args.annotations))}
+    if _has_pycocotools():
+        base = CocoDetection(args.file_root, args.annotations)
+        base.ids = [i for i in base.ids if base.coco.getAnnIds(imgIds=i)]  # skip_empty, as readers.coco
+        ds = wrap_dataset_for_transforms_v2(base, target_keys=("boxes", "labels"))
+        remap = {cid: k + 1 for k, cid in enumerate(category_ids(args.annotations))}  # category id -> 1..K
+        what = "CocoDetection"
+    else:
+        ds = CocoBoxes(args.file_root, args.annotations, tv_boxes=True)
+        remap = None  # already 1..K
+        what = "the JSON read here (no pycocotools for CocoDetection)"
     transform = T.Compose(ops)
 
     class Wrapped(torch.utils.data.Dataset):
@@ -459,11 +482,12 @@ def coco_v2_dataset(args):
         def __getitem__(self, i):
             img, target = ds[i]
             img, target = transform(img, target)
-            labels = torch.tensor([remap[int(v)] for v in target["labels"]], dtype=torch.int64)
+            labels = target["labels"] if remap is None else \
+                torch.tensor([remap[int(v)] for v in target["labels"]], dtype=torch.int64)
             return img.as_subclass(torch.Tensor), {"boxes": target["boxes"].as_subclass(torch.Tensor).float(),
                                                    "labels": labels}
 
-    return Wrapped(), f"torchvision {torchvision.__version__} CocoDetection + transforms.v2"
+    return Wrapped(), f"torchvision {torchvision.__version__} transforms.v2 on {what}"
 
 
 def _collate(batch):
