@@ -24,6 +24,10 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+# The process group, worker count and mixed precision, shared with examples/imagenet/train.py.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from train_common import Dist, autocast, default_workers, exit_with, images_per_s, make_scaler  # noqa: E402
+
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 # SSD's augmentation (torchvision's reference recipe and DALI's SSD example):
@@ -84,37 +88,6 @@ def parse_args(argv=None):
     if not args.image_size:
         args.image_size = 320 if args.arch.startswith("ssdlite") else 300
     return args
-
-
-def default_workers():
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    per_process = cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    return max(2, per_process - 4)
-
-
-class Dist:
-    """Rank and world of this process (torchrun's environment), and the device."""
-
-    def __init__(self, use_cpu):
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        cuda = torch.cuda.is_available() and not use_cpu
-        self.device = torch.device("cuda", self.local_rank) if cuda else torch.device("cpu")
-        if cuda:
-            torch.cuda.set_device(self.device)
-        if self.world > 1:
-            dist.init_process_group("nccl" if cuda else "gloo", init_method="env://")
-        self.main = self.rank == 0
-
-    def all_reduce_sum(self, tensor):
-        if self.world > 1:
-            dist.all_reduce(tensor)
-        return tensor
-
-    def print(self, *args):
-        if self.main:
-            print(*args, flush=True)
 
 
 def category_ids(annotations):
@@ -611,17 +584,6 @@ def resolve_backend(args, dev):
 
 # --- training ----------------------------------------------------------------------
 
-def make_scaler(enabled):
-    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
-        return torch.amp.GradScaler("cuda", enabled=enabled)
-    return torch.cuda.amp.GradScaler(enabled=enabled)
-
-
-def autocast(args, dev):
-    if dev.device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.float16, enabled=args.amp)
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp)
-
 
 def main(argv=None):
     args = parse_args(argv)
@@ -700,8 +662,7 @@ def main(argv=None):
 
     if dev.main and args.save:
         torch.save({"arch": args.arch, "model": model.state_dict(), "args": vars(args)}, args.save)
-    timed = intervals[1:] or intervals  # the first interval warms up (allocations, cudnn autotuning)
-    perf = sum(i for i, _ in timed) / max(sum(t for _, t in timed), 1e-9)
+    perf = images_per_s(intervals)
     dev.print(f"##Loss {losses[-1] if losses else float('nan'):.4f}\n##Perf {perf:.1f}")
     if dev.world > 1:
         dist.destroy_process_group()
@@ -709,10 +670,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    code = main()
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        # torch 1.13 on Python 3.11 can hang in interpreter shutdown after a gloo group (see examples/imagenet).
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    exit_with(main())

@@ -17,7 +17,7 @@ import types as pytypes
 
 import numpy as np
 import pytest
-from conftest import dali_or_skip
+from conftest import dali_or_skip, run_script
 
 import ladle
 from ladle import cocodata
@@ -276,13 +276,7 @@ def test_pipeline_boxes_stay_on_their_pixels(lib, flat_set, tmp_path):
 # --- training -------------------------------------------------------------------------
 
 def run_train(args, timeout=600):
-    env = dict(os.environ, OMP_NUM_THREADS="2")
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, TRAIN] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=timeout)
-    out = proc.stdout.decode(errors="replace")
-    assert proc.returncode == 0, out
-    return out
+    return run_script(TRAIN, args, timeout=timeout, omp_threads="2")
 
 
 @pytest.fixture(scope="module")
