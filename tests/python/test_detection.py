@@ -17,7 +17,7 @@ import types as pytypes
 
 import numpy as np
 import pytest
-from conftest import dali_or_skip, run_script
+from conftest import dali_or_skip, run_ranks, run_script
 
 import ladle
 from ladle import cocodata
@@ -314,3 +314,19 @@ def test_train_says_what_ladle_lacks(train_set):
                            "ladle-cpu"], env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
     assert "this ladle has no" in proc.stderr and missing[0] in proc.stderr
+
+
+@pytest.mark.slow
+def test_training_under_torch_distributed(train_set, tmp_path):
+    """Two ranks (gloo): the reader shards the set (rank r reads shard r), both
+    run the same number of iterations, and rank 0 prints the all-reduced loss."""
+    backend = "dali" if [op for op in ("readers.coco", "random_bbox_crop", "bb_flip") if op not in op_schemas()] \
+        else "ladle-cpu"
+    if backend == "dali":
+        dali_or_skip()
+    codes, outs = run_ranks([TRAIN, train_set, "-a", "tinyssd", "--image-size", "96", "-b", "4", "--cpu", "-j", "1",
+                             "-p", "1", "--epochs", "1", "--iters-per-epoch", "3", "--data-backend", backend],
+                            2, tmp_path, timeout=400)
+    assert codes == [0, 0], outs
+    assert "2 process(es) x batch 4" in outs[0] and len(re.findall(r"^Epoch: ", outs[0], re.M)) == 3
+    assert not re.findall(r"^Epoch: ", outs[1], re.M)  # only rank 0 prints
