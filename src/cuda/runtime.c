@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "codec/nvjpeg.h"
 
 /* ------------------------------------------------------------------------ */
 /* Errors and the sticky latch                                                */
@@ -306,7 +305,7 @@ static void make_info(void) {
   int n = ladle__cuda_device_count();
   if (n == 0) {
     snprintf(info, sizeof info,
-             "\"cuda_devices\": 0, \"cuda_runtime\": %d, \"cuda_driver\": %d, \"nvjpeg\": false",
+             "\"cuda_devices\": 0, \"cuda_runtime\": %d, \"cuda_driver\": %d",
              runtime, driver);
     return;
   }
@@ -316,19 +315,9 @@ static void make_info(void) {
     json_text(name, sizeof name, prop.name);
   else
     (void)cudaGetLastError();
-  ladle__nvjpeg_facts nj;
-  ladle__nvjpeg_get_facts(0, &nj);
-  if (nj.loaded)
-    snprintf(info, sizeof info,
-             "\"cuda_devices\": %d, \"cuda_device_name\": \"%s\", \"cuda_runtime\": %d, "
-             "\"cuda_driver\": %d, \"nvjpeg\": true, \"nvjpeg_version\": \"%d.%d.%d\", "
-             "\"nvjpeg_hw_decoder\": %s",
-             n, name, runtime, driver, nj.major, nj.minor, nj.patch, nj.hw_decoder ? "true" : "false");
-  else
-    snprintf(info, sizeof info,
-             "\"cuda_devices\": %d, \"cuda_device_name\": \"%s\", \"cuda_runtime\": %d, "
-             "\"cuda_driver\": %d, \"nvjpeg\": false",
-             n, name, runtime, driver);
+  snprintf(info, sizeof info,
+           "\"cuda_devices\": %d, \"cuda_device_name\": \"%s\", \"cuda_runtime\": %d, \"cuda_driver\": %d", n,
+           name, runtime, driver);
 }
 
 const char *ladle__cuda_runtime_info(void) {

@@ -157,13 +157,12 @@ ladle_status ladle__cuda_copy(void *dst, const void *src, size_t bytes, void *st
 /*
  * JSON members (no braces) describing what is found at run time, e.g.
  *   "cuda_devices": 1, "cuda_device_name": "NVIDIA H200", "cuda_runtime": 13000,
- *   "cuda_driver": 13000, "nvjpeg": true, "nvjpeg_version": "13.0.0",
- *   "nvjpeg_hw_decoder": true
+ *   "cuda_driver": 13000
  * and without a device:  "cuda_devices": 0, "cuda_runtime": 13000,
- *   "cuda_driver": 0, "nvjpeg": false
+ *   "cuda_driver": 0
  * (cuda_device_name describes device 0). Computed once (it creates a CUDA
- * context on device 0, and an nvJPEG handle to ask for the hardware decoder),
- * static, thread-safe. ladle_build_info() includes it.
+ * context on device 0), static, thread-safe. ladle_build_info() (src/info.c)
+ * includes it and adds nvJPEG's facts.
  */
 const char *ladle__cuda_runtime_info(void);
 

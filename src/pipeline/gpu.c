@@ -4,12 +4,12 @@
  * memory is reused in stream order. Nothing here blocks the host unless more
  * than max_in_flight iterations are still running on the GPU. */
 #include "pipeline/gpu.h"
-#include "pipeline/pipeline.h"
 
 #include <stdlib.h>
 #include <string.h>
 
 #ifdef LADLE_HAVE_CUDA
+#include "core/array.h"
 #include "cuda/runtime.h"
 
 typedef struct kept {

@@ -12,7 +12,6 @@
 #include "ops/readers/external_source.h"
 #include "ops/registry.h"
 #include "pipeline/gpu.h"
-#include "pipeline/plan.h"
 
 void ladle_pipeline_params_init(ladle_pipeline_params *p) {
   memset(p, 0, sizeof *p);
@@ -244,17 +243,6 @@ done:
   free_value(out);
   memset(out, 0, sizeof *out);
   return st;
-}
-
-ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem) {
-  if (need <= *cap) return LADLE_OK;
-  int cap2 = *cap ? *cap * 2 : 16;
-  while (cap2 < need) cap2 *= 2;
-  void *a = realloc(*array, (size_t)cap2 * elem);
-  if (!a) return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
-  *array = a;
-  *cap = cap2;
-  return LADLE_OK;
 }
 
 /* --- the arguments every operator takes (DALI's base schema) ------------------ */

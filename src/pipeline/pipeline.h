@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 #include <sys/types.h>
 
+#include "core/array.h"
 #include "core/threads.h"
 #include "ops/op.h"
 #include "pipeline/skip.h"
@@ -79,12 +80,12 @@ struct ladle_pipeline {
 /* Monotonic clock in nanoseconds, for the counters. */
 int64_t ladle__now_ns(void);
 
-/* Makes *array (of elem-byte elements, capacity *cap) hold at least `need`,
- * doubling; fails with LADLE_ERROR_OUT_OF_MEMORY. */
-ladle_status ladle__grow_array(void **array, int *cap, int need, size_t elem);
-
 /* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */
 ladle_status ladle__pipeline_check_process(const ladle_pipeline *p);
+
+/* Graph-level planning (plan.c): called by ladle_pipeline_build after every
+ * operator's init. */
+void ladle__plan_graph(ladle_pipeline *p);
 
 /* Starts and stops the executor thread (executor.c). */
 ladle_status ladle__executor_start(ladle_pipeline *p);

@@ -4,8 +4,9 @@
  * output), which skips most of the IDCT work for large crops. */
 #include <stdlib.h>
 
+#include "ops/geometry/resize.h"
 #include "ops/image/decoders.h"
-#include "pipeline/plan.h"
+#include "pipeline/pipeline.h"
 
 extern const ladle__op_def ladle__op_resize;
 extern const ladle__op_def ladle__op_random_resized_crop;

@@ -276,8 +276,8 @@ static ladle_status cmn_run(ladle__node *n, ladle__sample *s) {
 }
 
 #ifdef LADLE_HAVE_CUDA
+#include "ops/geometry/resize.h"
 #include "ops/kernels/gpu_kernels.h"
-#include "pipeline/plan.h"
 
 static sample_state *state_of(const ladle__node *n, int i) {
   return (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));

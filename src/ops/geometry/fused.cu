@@ -7,6 +7,7 @@
 #define LADLE_HAVE_CUDA 1
 #endif
 
+#include "ops/geometry/resize_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
 
 extern "C" {

@@ -6,6 +6,7 @@
 #define LADLE_HAVE_CUDA 1
 #endif
 
+#include "ops/geometry/normalize_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/kernels/dtype.h"
 

@@ -8,6 +8,10 @@
 
 #include "ladle/ladle.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 /*
  * DALI's crop_mirror_normalize on one HWC uint8 image.
  *
@@ -81,5 +85,64 @@ void ladle__crop_flip_hwc(void *out, const void *in, int in_h, int in_w, int cha
  * out and in must not overlap (unless equal with equal types).
  */
 void ladle__convert(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t n);
+
+#ifdef LADLE_HAVE_CUDA
+/* ------------------------------------------------------------------------ */
+/* On the GPU (normalize_kernel.cu; ops/kernels/gpu_kernels.h has the rules  */
+/* every launcher follows)                                                     */
+/* ------------------------------------------------------------------------ */
+
+/* ladle__crop_mirror_normalize(out, in, in_h, in_w, in_stride, &p) on the GPU. */
+typedef struct ladle__gpu_cmn_desc {
+  const uint8_t *in;
+  void *out;
+  int in_h, in_w;
+  int64_t in_stride; /* bytes */
+  ladle__cmn_params p; /* dtype, chw, pad_output the same for all samples */
+} ladle__gpu_cmn_desc;
+
+size_t ladle__gpu_cmn_param_bytes(int n);
+
+/* Bit-identical to the CPU reference for every dtype (the test asserts exact
+ * equality; float16 through ladle__f32_to_f16 on the device). */
+ladle_status ladle__gpu_crop_mirror_normalize(const ladle__gpu_cmn_desc *d, int n, void *host_params,
+                                              void *dev_params, size_t param_bytes, void *stream);
+
+/* ladle__crop_flip_hwc(out, in, in_h, in_w, channels, elem_size, x0, y0, w, h,
+ * flip_x, flip_y, fill) on the GPU (a byte copy: exact). channels * elem_size
+ * <= 64. */
+typedef struct ladle__gpu_crop_flip_desc {
+  const void *in;
+  void *out;
+  int in_h, in_w, channels;
+  size_t elem_size;
+  int x0, y0, w, h;
+  int flip_x, flip_y;
+  uint8_t fill;
+} ladle__gpu_crop_flip_desc;
+
+size_t ladle__gpu_crop_flip_param_bytes(int n);
+
+ladle_status ladle__gpu_crop_flip(const ladle__gpu_crop_flip_desc *d, int n, void *host_params, void *dev_params,
+                                  size_t param_bytes, void *stream);
+
+/* ladle__convert(out, out_type, in, in_type, count) on the GPU, per sample.
+ * Bit-identical to the CPU rules for every pair of dtypes (both use
+ * ops/kernels/dtype.h). */
+typedef struct ladle__gpu_convert_desc {
+  const void *in;
+  void *out;
+  size_t count; /* elements */
+} ladle__gpu_convert_desc;
+
+size_t ladle__gpu_convert_param_bytes(int n);
+
+ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int n, ladle_dtype out_type, ladle_dtype in_type,
+                                void *host_params, void *dev_params, size_t param_bytes, void *stream);
+#endif
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -8,8 +8,8 @@
 #include "ops/geometry/resize_kernel.h"
 #include "ops/op.h"
 #include "ops/image/random_crop.h"
+#include "ops/geometry/resize.h"
 #include "ops/geometry/resize_params.h"
-#include "pipeline/plan.h"
 
 enum {
   ARG_INTERP_TYPE, ARG_ANTIALIAS, ARG_MIN_FILTER, ARG_MAG_FILTER, ARG_RESAMPLING, ARG_MINIBATCH_SIZE,

@@ -18,6 +18,23 @@ typedef struct ladle__decoder_state {
   struct ladle__shared_nvjpeg *nvjpeg; /* mixed: the device's decoder, or NULL (then the CPU decodes) */
 } ladle__decoder_state;
 
+/* Per sample (the node's sample_states). */
+typedef struct ladle__decoder_sample {
+  ladle__image_info info;
+  ladle__decode_params params;
+  const char *name; /* the sample's path, for run_batch's messages */
+  int use_gpu;      /* mixed: nvJPEG decodes it (decided in setup, in parallel) */
+} ladle__decoder_sample;
+
+#ifdef LADLE_HAVE_CUDA
+/* The mixed backend (decoders_mixed.c): init finds the device's shared nvJPEG
+ * decoder (none: the CPU workers decode everything); route, in setup, decides
+ * who decodes the sample; run_batch decodes the batch into device memory. */
+ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d);
+ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle__decoder_sample *ss);
+ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g);
+#endif
+
 extern const ladle__op_def ladle__op_decoders_image;
 extern const ladle__op_def ladle__op_decoders_image_random_crop;
 

@@ -1,9 +1,11 @@
-/* The CUDA image kernels (resize.cu, normalize.cu, fused.cu): one launch per
- * batch, per-sample parameters uploaded in one copy. Each kernel reproduces its
- * CPU reference (resize.h, normalize.h) bit for bit. Declarations usable from C;
- * only built with LADLE_HAVE_CUDA.
+/* What every CUDA kernel of ladle shares: the rules its launchers follow and
+ * the device helpers of the .cu files. The launchers are declared in their
+ * families' headers, beside their CPU references (e.g.
+ * ops/geometry/resize_kernel.h, ops/geometry/normalize_kernel.h); each
+ * reproduces its CPU reference (bit for bit unless its header says otherwise).
+ * Only built with LADLE_HAVE_CUDA.
  *
- * Common rules for every ladle__gpu_* launcher below:
+ * Common rules for every ladle__gpu_* launcher:
  *  - Arrays of per-sample descriptors live in host memory; pointers inside them
  *    (in, out) are device pointers of the current device. `n` >= 1 samples,
  *    n <= 65535.
@@ -35,135 +37,8 @@
 extern "C" {
 #endif
 
-#include "ops/geometry/normalize_kernel.h"
-#include "ops/geometry/resize_kernel.h"
-
 /* Largest batch per launch (the grid's z or y dimension). */
 #define LADLE__GPU_MAX_SAMPLES 65535
-
-/* ------------------------------------------------------------------------ */
-/* Resize (resize.cu)                                                         */
-/* ------------------------------------------------------------------------ */
-
-/* One image to resize: an HWC image of `channels` (1..4) channels, rows
- * in_stride elements apart (>= in_w * channels), into `out`: ay->out_size rows
- * of ax->out_size * channels elements, packed. ax and ay are host tables planned
- * with ladle__resize_axis_plan for in_w and in_h (their in_size must match). */
-typedef struct ladle__gpu_resize_desc {
-  const void *in;
-  void *out;
-  int in_h, in_w;
-  int64_t in_stride;
-  int channels;
-  const ladle__resize_axis *ax, *ay;
-} ladle__gpu_resize_desc;
-
-/* Bytes of host_params / dev_params for ladle__gpu_resize and ladle__gpu_fused
- * on these samples (their parameters plus every filter table). */
-size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n);
-
-/*
- * ladle__resize_u8 (type LADLE_UINT8) or ladle__resize_f32 (LADLE_FLOAT32) on
- * every sample: the same tables, the same float operations in the same order,
- * so the output is bit-identical to the CPU reference's (the test asserts
- * exact equality for both types).
- *
- * How: one kernel; a block computes a 32 x 8 tile of one sample's output. It
- * runs the horizontal pass for the input rows the tile needs (32 rows at a
- * time) into shared memory, then each thread adds those rows' contributions to
- * its pixel's vertical sum, in tap order. No device scratch is needed.
- * Cost note: every input row between the tile's first and last filter tap is
- * filtered horizontally, also rows no output reads (NN or non-antialiased
- * downscales by large factors skip rows): correct, but slower there.
- */
-ladle_status ladle__gpu_resize(const ladle__gpu_resize_desc *d, int n, ladle_dtype type, void *host_params,
-                               void *dev_params, size_t param_bytes, void *stream);
-
-/* ------------------------------------------------------------------------ */
-/* Fused decode-side transform (fused.cu)                                     */
-/* ------------------------------------------------------------------------ */
-
-/*
- * crop + resize + mirror + normalize + cast + layout in one kernel, for uint8
- * HWC images (decoded, any size per sample). Sample i equals, bit for bit,
- *     ladle__resize_u8(R, in, ..., ax, ay)            (R: ay->out_size x ax->out_size)
- *     ladle__crop_mirror_normalize(out, R, ay->out_size, ax->out_size,
- *                                  ax->out_size * channels, &cmn[i])
- * i.e. the resize result is rounded to uint8 (ladle__f32_to_u8) before it is
- * normalized, exactly as the unfused operators do; the test asserts exact
- * equality with that composition for every output type.
- *
- * The crop of a random-resized-crop is the tables' source window (plan ax/ay
- * with src_lo/src_len = the window, in the decoded image's pixels); cmn[i]'s
- * own window (x0, y0, w, h) then selects from R, and is usually (0, 0,
- * ax->out_size, ay->out_size), or a centre crop for validation pipelines
- * ("resize shorter side, then crop"). Out-of-range pixels take cmn.fill.
- *
- * d[i].in must be uint8. cmn[i].channels must equal d[i].channels; dtype, chw
- * and pad_output must be the same for all samples (one output batch). The
- * parameter buffers are sized by ladle__gpu_resize_param_bytes(d, n).
- */
-ladle_status ladle__gpu_fused(const ladle__gpu_resize_desc *d, const ladle__cmn_params *cmn, int n,
-                              void *host_params, void *dev_params, size_t param_bytes, void *stream);
-
-/* The shared launcher behind ladle__gpu_resize (cmn == NULL) and ladle__gpu_fused
- * (in_type LADLE_UINT8); `func` names the caller in messages. Internal to the
- * .cu files. */
-ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, const ladle__cmn_params *cmn, int n,
-                                 ladle_dtype in_type, void *host_params, void *dev_params, size_t param_bytes,
-                                 void *stream, const char *func);
-
-/* ------------------------------------------------------------------------ */
-/* crop_mirror_normalize, crop/flip, convert (normalize.cu)                   */
-/* ------------------------------------------------------------------------ */
-
-/* ladle__crop_mirror_normalize(out, in, in_h, in_w, in_stride, &p) on the GPU. */
-typedef struct ladle__gpu_cmn_desc {
-  const uint8_t *in;
-  void *out;
-  int in_h, in_w;
-  int64_t in_stride; /* bytes */
-  ladle__cmn_params p; /* dtype, chw, pad_output the same for all samples */
-} ladle__gpu_cmn_desc;
-
-size_t ladle__gpu_cmn_param_bytes(int n);
-
-/* Bit-identical to the CPU reference for every dtype (the test asserts exact
- * equality; float16 through ladle__f32_to_f16 on the device). */
-ladle_status ladle__gpu_crop_mirror_normalize(const ladle__gpu_cmn_desc *d, int n, void *host_params,
-                                              void *dev_params, size_t param_bytes, void *stream);
-
-/* ladle__crop_flip_hwc(out, in, in_h, in_w, channels, elem_size, x0, y0, w, h,
- * flip_x, flip_y, fill) on the GPU (a byte copy: exact). channels * elem_size
- * <= 64. */
-typedef struct ladle__gpu_crop_flip_desc {
-  const void *in;
-  void *out;
-  int in_h, in_w, channels;
-  size_t elem_size;
-  int x0, y0, w, h;
-  int flip_x, flip_y;
-  uint8_t fill;
-} ladle__gpu_crop_flip_desc;
-
-size_t ladle__gpu_crop_flip_param_bytes(int n);
-
-ladle_status ladle__gpu_crop_flip(const ladle__gpu_crop_flip_desc *d, int n, void *host_params, void *dev_params,
-                                  size_t param_bytes, void *stream);
-
-/* ladle__convert(out, out_type, in, in_type, count) on the GPU, per sample.
- * Bit-identical to the CPU rules for every pair of dtypes (both use
- * ops/kernels/dtype.h). */
-typedef struct ladle__gpu_convert_desc {
-  const void *in;
-  void *out;
-  size_t count; /* elements */
-} ladle__gpu_convert_desc;
-
-size_t ladle__gpu_convert_param_bytes(int n);
-
-ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int n, ladle_dtype out_type, ladle_dtype in_type,
-                                void *host_params, void *dev_params, size_t param_bytes, void *stream);
 
 #ifdef __cplusplus
 }

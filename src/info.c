@@ -1,4 +1,5 @@
-/* Versions and the build-info JSON. */
+/* Versions and the build-info JSON. It sits above every folder of src/: it
+ * reports what each optional part (libjpeg, libpng, CUDA, nvJPEG) has. */
 #include <pthread.h>
 #include <stdio.h>
 
@@ -11,6 +12,7 @@
 #endif
 
 #ifdef LADLE_HAVE_CUDA
+#include "codec/nvjpeg.h"
 #include "cuda/runtime.h"
 #endif
 
@@ -38,13 +40,19 @@ static void make_info(void) {
 #endif
 #ifdef LADLE_HAVE_CUDA
   const char *runtime = ladle__cuda_runtime_info(); /* what this machine has */
+  char nvjpeg[128] = "\"nvjpeg\": false";
+  ladle__nvjpeg_facts nj;
+  if (ladle__cuda_device_count() > 0 && (ladle__nvjpeg_get_facts(0, &nj), nj.loaded))
+    snprintf(nvjpeg, sizeof nvjpeg, "\"nvjpeg\": true, \"nvjpeg_version\": \"%d.%d.%d\", \"nvjpeg_hw_decoder\": %s",
+             nj.major, nj.minor, nj.patch, nj.hw_decoder ? "true" : "false");
 #else
-  const char *runtime = "\"cuda_devices\": 0, \"nvjpeg\": false";
+  const char *runtime = "\"cuda_devices\": 0";
+  const char *nvjpeg = "\"nvjpeg\": false";
 #endif
   snprintf(info, sizeof info,
            "{\"version\": \"%s\", \"libjpeg_turbo\": \"%s\", \"libpng\": \"%s\", "
-           "\"cuda_compiled\": %s, \"cuda_archs\": \"%s\", %s}",
-           LADLE_VERSION_TEXT, LADLE__JPEG_TEXT, LADLE_PNG_VERSION, cuda, LADLE_CUDA_ARCHS, runtime);
+           "\"cuda_compiled\": %s, \"cuda_archs\": \"%s\", %s, %s}",
+           LADLE_VERSION_TEXT, LADLE__JPEG_TEXT, LADLE_PNG_VERSION, cuda, LADLE_CUDA_ARCHS, runtime, nvjpeg);
 }
 
 const char *ladle_build_info(void) {
