@@ -20,6 +20,10 @@ import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
+# The process group, worker count and mixed precision, shared with examples/detection/train.py.
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from train_common import Dist, autocast, default_workers, exit_with, images_per_s, make_scaler  # noqa: E402
+
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
@@ -76,43 +80,6 @@ def parse_args(argv=None):
     args.val_resize = args.val_resize or int(round(args.image_size * 256 / 224))
     args.lr_steps = [int(x) for x in args.lr_steps.split(",") if x.strip()]
     return args
-
-
-def default_workers():
-    """This process's share of the cores (torchrun starts LOCAL_WORLD_SIZE per
-    machine) less 4 for the training loop's own threads, at least 2: the
-    loader's workers must not take the cores of the thread that launches the
-    GPU work (README.md, "Measured": 12 workers of 16 cores trained ResNet-18 fastest)."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    per_process = cores // max(1, int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
-    return max(2, per_process - 4)
-
-
-# --- the process group ---------------------------------------------------------
-
-class Dist:
-    """Rank and world of this process (torchrun's environment), and the device."""
-
-    def __init__(self, use_cpu):
-        self.world = int(os.environ.get("WORLD_SIZE", "1"))
-        self.rank = int(os.environ.get("RANK", "0"))
-        self.local_rank = int(os.environ.get("LOCAL_RANK", "0"))
-        cuda = torch.cuda.is_available() and not use_cpu
-        self.device = torch.device("cuda", self.local_rank) if cuda else torch.device("cpu")
-        if cuda:
-            torch.cuda.set_device(self.device)
-        if self.world > 1:
-            dist.init_process_group("nccl" if cuda else "gloo", init_method="env://")
-        self.main = self.rank == 0
-
-    def all_reduce_sum(self, tensor):
-        if self.world > 1:
-            dist.all_reduce(tensor)
-        return tensor
-
-    def print(self, *args):
-        if self.main:
-            print(*args, flush=True)
 
 
 # --- models --------------------------------------------------------------------
@@ -402,18 +369,6 @@ def correct_topk(output, target, ks=(1, 5)):
     return [hits[:, :k].any(dim=1).sum() for k in ks]
 
 
-def make_scaler(enabled):
-    if hasattr(torch.amp, "GradScaler"):  # torch >= 2.3
-        return torch.amp.GradScaler("cuda", enabled=enabled)
-    return torch.cuda.amp.GradScaler(enabled=enabled)
-
-
-def autocast(args, dev):
-    if dev.device.type == "cuda":
-        return torch.autocast("cuda", dtype=torch.float16, enabled=args.amp)
-    return torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.amp)
-
-
 def save_checkpoint(args, dev, state):
     if dev.main and args.save:
         tmp = args.save + ".tmp"
@@ -596,8 +551,7 @@ def main(argv=None):
         best = max(best, top1)
         save_checkpoint(args, dev, checkpoint(epoch + 1, 0))
 
-    timed = stats["intervals"][1:] or stats["intervals"]  # the first interval warms up (allocations, cudnn autotuning)
-    perf = sum(i for i, _ in timed) / max(sum(t for _, t in timed), 1e-9)
+    perf = images_per_s(stats["intervals"])
     dev.print(f"##Top-1 {top1:.3f}\n##Top-5 {top5:.3f}\n##Perf {perf:.1f}")
     if dev.world > 1:
         dist.destroy_process_group()
@@ -605,12 +559,4 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
-    code = main()
-    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        # torch 1.13 on Python 3.11 can hang in interpreter shutdown after a gloo
-        # process group (seen in CI: the main thread joins a torch thread that
-        # waits for the GIL). Everything is written by now: leave without it.
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(code)
-    sys.exit(code)
+    exit_with(main())

@@ -173,7 +173,9 @@ def to_torch(tensor_list, name="output"):
     if hasattr(tensor_list, "is_dense_tensor") and not tensor_list.is_dense_tensor():
         raise _ladle.StateError(
             f"{name}: the batch is ragged (sample shapes differ); the iterator needs one [N, ...] tensor "
-            "per output: resize or crop to a fixed size in the pipeline")
+            "per output: resize or crop to a fixed size in the pipeline, or, for per-sample lists (boxes, "
+            "labels), use RaggedIterator with SPARSE_LIST_TAG or SPARSE_COO_TAG for this output, or "
+            "fn.pad(axes=(0,)) with .shape() for a padded tensor and its lengths")
     device_type, device_id = tensor_list.__dlpack_device__()
     if device_type not in _DL_CUDA:
         return torch_from_capsule(tensor_list)
@@ -674,6 +676,9 @@ class RaggedIterator(GenericIterator):
     SPARSE_COO_TAG ("sparse_coo": a torch sparse COO tensor of shape
     [N, max_len] whose values are the samples' 1-D values, as DALI builds
     it: the samples' values concatenated, indices (sample, position)).
+    A padded [N, max_len, ...] tensor with the lengths, as DALI does it, comes
+    from the pipeline: ``fn.pad(boxes, axes=(0,), fill_value=-1)`` and
+    ``boxes.shape()`` as two DENSE outputs (tests/python/test_torch_ragged.py).
     Epochs, policies and checkpoints are GenericIterator's."""
 
     DENSE_TAG = "dense"

@@ -161,6 +161,22 @@ def run_graph(graph, batch_size, paths=None, iterations=1, **pipe_args):
     return result if len(result) > 1 else result[0]
 
 
+def run_script(script, args, env=None, timeout=300, omp_threads="1"):
+    """Runs a Python script (an example's train.py) with the in-tree package on
+    PYTHONPATH; returns its output (stdout and stderr), failing the test with it
+    when the script exits non-zero."""
+    import subprocess
+
+    python_dir = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
+    env = dict(os.environ if env is None else env, OMP_NUM_THREADS=omp_threads)
+    env["PYTHONPATH"] = python_dir + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run([sys.executable, script] + list(args), env=env, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, timeout=timeout)
+    out = proc.stdout.decode(errors="replace")
+    assert proc.returncode == 0, out
+    return out
+
+
 def run_ranks(argv, world, log_dir, timeout):
     """Starts `world` processes of `argv` with torchrun's environment (torch
     1.13's torchrun itself fails on Python 3.11) and the in-tree package on

@@ -4,21 +4,17 @@ torch.distributed with 2 processes (gloo), and its torchvision path works."""
 
 import os
 import re
-import subprocess
-import sys
 
 import pytest
-from conftest import run_ranks
+from conftest import run_ranks, run_script
 
 pytest.importorskip("torch")
 pytest.importorskip("torchvision")
 
-import ladle  # noqa: E402
 from ladle.datasets import make_shapes  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TRAIN = os.path.join(HERE, "..", "..", "examples", "imagenet", "train.py")
-PYTHON_DIR = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
 CLASSES = 10
 # tinycnn at 32x32, 500 training images: 15 iterations of 32 per epoch.
 COMMON = ["-a", "tinycnn", "--image-size", "32", "-b", "32", "--lr", "0.8", "--warmup-epochs", "1", "-j", "2",
@@ -33,13 +29,7 @@ def shapes(tmp_path_factory):
 
 
 def run_train(args, env=None, timeout=300):
-    env = dict(os.environ if env is None else env, OMP_NUM_THREADS="1")
-    env["PYTHONPATH"] = PYTHON_DIR + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run([sys.executable, TRAIN] + args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                          timeout=timeout)
-    out = proc.stdout.decode(errors="replace")
-    assert proc.returncode == 0, out
-    return out
+    return run_script(TRAIN, args, env=env, timeout=timeout)
 
 
 def final(out, name):
