@@ -29,6 +29,13 @@ def _inputs(name, schema):
         return [_jpegs()]
     if name == "random.choice":
         return [[np.array(v, np.int32) for v in (3, 7, 11, 5, 9)]]
+    if name == "random_bbox_crop":  # relative ltrb boxes, one to three per sample
+        rng = np.random.default_rng(5)
+        boxes = []
+        for n in (1, 2, 3, 1, 2):
+            lt = rng.uniform(0, 0.5, (n, 2))
+            boxes.append(np.concatenate([lt, lt + rng.uniform(0.1, 0.5, (n, 2))], 1).astype(np.float32))
+        return [boxes]
     images = ldd.decoders.image(ldd.batch(_jpegs()))
     return [[np.array(t) for t in ldd.resize(images, resize_x=40, resize_y=30).tensors]]
 
