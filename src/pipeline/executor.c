@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "ops/readers/external_source.h"
 #include "pipeline/gpu.h"
@@ -512,11 +515,33 @@ int64_t ladle__now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+static void memory_stats(ladle__pool *pool, ladle_memory_stats *out) {
+  ladle__pool_stats s = {0};
+  if (pool) ladle__pool_get_stats(pool, &s);
+  *out = (ladle_memory_stats){s.live_bytes, s.peak_live_bytes, s.held_bytes, s.peak_held_bytes};
+}
+
 ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_stats *stats) {
   if (!p || !stats) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   stats->iterations = atomic_load(&p->stat_iterations);
   stats->prepare_seconds = (double)atomic_load(&p->stat_prepare_ns) * 1e-9;
   stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
   stats->skipped = ladle_pipeline_num_skipped(p);
+  memory_stats(p->host_pool, &stats->host_pageable);
+  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  memory_stats(g ? g->pinned_pool : NULL, &stats->host_pinned);
+  memory_stats(g ? g->device_pool : NULL, &stats->device);
+  return LADLE_OK;
+}
+
+ladle_status ladle_pipeline_release_memory(ladle_pipeline *p, uint64_t *released) {
+  if (!p) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  uint64_t bytes = p->host_pool ? ladle__pool_trim(p->host_pool) : 0;
+  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  if (g) bytes += ladle__pool_trim(g->pinned_pool) + ladle__pool_trim(g->device_pool);
+#ifdef __GLIBC__
+  malloc_trim(0); /* what free() kept in the C library's heap goes back to the system too */
+#endif
+  if (released) *released = bytes;
   return LADLE_OK;
 }
