@@ -272,7 +272,11 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
     } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
+      gpu->failed = ps.collect ? p->skip.failed : NULL;
+      gpu->messages = ps.collect ? p->skip.messages : NULL;
       st = n->def->run_batch(n, gpu);
+      if (st != LADLE_OK && gpu->failed && ladle__skip_data_error(st))
+        *skippable = memchr(gpu->failed, 1, (size_t)batch) != NULL;
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
         goto done;
@@ -513,6 +517,13 @@ int64_t ladle__now_ns(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+int ladle__gpu_sample_failed(ladle__gpu *g, int slot, ladle_status st) {
+  if (!g->failed || !ladle__skip_data_error(st)) return 0;
+  g->failed[slot] = 1;
+  snprintf(g->messages[slot], LADLE_ERROR_MAX, "%s", ladle_last_error());
+  return 1;
 }
 
 static void memory_stats(ladle__pool *pool, ladle_memory_stats *out) {

@@ -126,3 +126,41 @@ def test_bad_arguments_are_not_skipped(sample_root):
         ladle.Pipeline(batch_size=2, max_skipped_samples=3)
     with pytest.raises(ladle.InvalidArgumentError, match="fraction must be in"):
         ladle.Pipeline(batch_size=2, on_error="skip", max_skipped_samples=1.5)
+
+
+@pytest.mark.gpu
+def test_skip_with_the_mixed_decoder(corrupt_tree, tmp_path):
+    """device="mixed": bad files fail on the CPU share, or nvJPEG refuses them
+    and the CPU decoder retries its share (naming the bad one); either way
+    they are skipped and the batches stay full, with the CPU pipeline's labels."""
+    from conftest import cuda_usable
+    if not cuda_usable():
+        pytest.skip("no usable CUDA device")
+    root, bad = corrupt_tree
+    # A JPEG that ends with its end-of-image marker (so it is routed to nvJPEG)
+    # but has a broken Huffman table.
+    data = bytearray(open(os.path.join(root, "circle", "circle_0.jpg"), "rb").read())
+    dht = data.index(b"\xFF\xC4")
+    data[dht + 5:dht + 21] = b"\xFF" * 16
+    extra = os.path.join(root, "circle", "circle_bad_huffman.jpg")
+    with open(extra, "wb") as f:
+        f.write(bytes(data))
+    bad = sorted(bad + [extra])
+
+    def build(device):
+        pipe = ladle.Pipeline(batch_size=6, num_threads=2, seed=5, device_id=0, on_error="skip")
+        with pipe:
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="R", pad_last_batch=True)
+            images = fn.resize(fn.decoders.image(jpegs, device=device), resize_x=8, resize_y=8)
+            pipe.set_outputs(images, labels)
+        return pipe
+
+    mixed, cpu = build("mixed"), build("cpu")
+    for _ in range(14):  # two epochs of 37 files
+        (images, labels), (_, cpu_labels) = mixed.run(), cpu.run()
+        assert len(images) == 6
+        assert np.array_equal(np.array(labels.as_array()), np.array(cpu_labels.as_array()))
+    assert sorted({s["name"] for s in mixed.skipped_samples()}) == bad
+    assert all(os.path.basename(s["name"]) in s["error"] for s in mixed.skipped_samples())
+    mixed.close()
+    cpu.close()
