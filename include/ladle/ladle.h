@@ -371,6 +371,11 @@ typedef struct ladle_pipeline_params {
    * every shard keeps its number of batches. The replacement depends only on
    * which samples are bad, so output stays a function of (seed, position).
    * A record found bad is replaced without a new attempt in later epochs.
+   * In a pipeline fed only by external sources (no reader) a bad sample is
+   * dropped instead: that iteration's batch is smaller by one (fed data
+   * cannot be replaced; a batch with no good sample fails). Fed GPU batches
+   * cannot be shrunk: their failures are not skipped. With both a reader and
+   * external sources, nothing is skipped (the iteration fails as by default).
    * Default 0: the iteration fails, naming the sample. */
   int skip_bad_samples;
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */

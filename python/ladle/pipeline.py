@@ -463,7 +463,13 @@ class Pipeline:
         (a duplicate), so batches stay full and every shard keeps its batch
         count; the choice depends only on which files are bad. Each skip is
         logged (logger "ladle", WARNING) and listed by skipped_samples().
-        Pipelines without a reader (external sources) still raise.
+        In a pipeline fed only by external sources a bad sample is dropped
+        instead and that iteration's batch is smaller (fed data has no
+        "next sample" to take; a batch with no good sample raises; fed GPU
+        batches are not shrunk, so their failures raise). A pipeline with
+        both a reader and external sources raises as with "raise".
+        With device="mixed" decoders, a batch nvJPEG refuses is decoded on
+        the CPU, and the samples that fail there are skipped.
       max_skipped_samples: with on_error="skip", how many distinct bad
         samples are allowed before the pipeline raises LimitError listing
         them: an int, or a float in (0, 1] meaning that fraction of the

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ladle
-from ladle import fn
+from ladle import fn, types
 
 
 @pytest.fixture
@@ -164,3 +164,47 @@ def test_skip_with_the_mixed_decoder(corrupt_tree, tmp_path):
     assert all(os.path.basename(s["name"]) in s["error"] for s in mixed.skipped_samples())
     mixed.close()
     cpu.close()
+
+
+def external_pipeline(**kwargs):
+    pipe = ladle.Pipeline(batch_size=5, num_threads=2, seed=3, **kwargs)
+    with pipe:
+        enc = fn.external_source(name="E", dtype=types.UINT8, ndim=1)
+        pipe.set_outputs(fn.resize(fn.decoders.image(enc), resize_x=8, resize_y=8))
+    pipe.build()
+    return pipe
+
+
+def test_external_source_skip_drops_the_sample_and_the_batch_is_smaller(caplog):
+    from conftest import sample_jpegs
+    good = [np.frombuffer(data, np.uint8) for _, data in sample_jpegs()[:5]]
+    bad = np.frombuffer(b"not a jpeg at all" * 10, np.uint8)
+    truncated = good[0][:300]
+    ref = external_pipeline()
+    ref.feed_input("E", good[:2] + good[3:])
+    (want,) = ref.run()
+    pipe = external_pipeline(on_error="skip", max_skipped_samples=3)
+    with caplog.at_level(logging.WARNING, logger="ladle"):
+        pipe.feed_input("E", good[:2] + [bad] + good[3:])  # slot 2 is bad
+        pipe.feed_input("E", good)                          # all good
+        pipe.feed_input("E", [truncated] + good[1:4] + [bad])
+        (first,), (second,), (third,) = pipe.run(), pipe.run(), pipe.run()
+    assert len(first) == 4 and len(second) == 5 and len(third) == 3
+    assert np.array_equal(np.array(first.as_array()), np.array(want.as_array()))  # the good four, in order
+    skipped = pipe.skipped_samples()
+    assert [(s["iteration"], s["record"]) for s in skipped] == [(0, 2), (2, 10), (2, 14)]
+    assert all(s["error"] for s in skipped)
+    assert sum("skipped a bad sample" in r.message for r in caplog.records) == 3
+    # Past the budget, and a batch with no good sample, fail.
+    pipe.feed_input("E", [bad, good[1]])
+    with pytest.raises(ladle.Error, match="skipped"):
+        pipe.run()
+    pipe.close()
+    pipe = external_pipeline(on_error="skip")
+    pipe.feed_input("E", [bad, truncated])
+    with pytest.raises(ladle.Error, match="every sample of the fed batch failed"):
+        pipe.run()
+    pipe.feed_input("E", good[:2])  # and the pipeline goes on
+    assert len(pipe.run()[0]) == 2
+    pipe.close()
+    ref.close()
