@@ -208,3 +208,33 @@ def test_external_source_skip_drops_the_sample_and_the_batch_is_smaller(caplog):
     assert len(pipe.run()[0]) == 2
     pipe.close()
     ref.close()
+
+
+def test_dynamic_reader_skips_records_it_cannot_read(tmp_path, sample_root, caplog):
+    import ladle.dynamic as ldd
+    root = tmp_path / "data"
+    shutil.copytree(sample_root, root)
+    files = {open(p, "rb").read(): str(p) for p in root.rglob("*.jpg")}
+
+    def reader(**kwargs):
+        return ldd.readers.File(file_root=str(root), random_shuffle=True, seed=1, **kwargs)
+
+    ref = reader()
+    order = [files[np.array(t).tobytes()] for enc, _ in ref.next_epoch(batch_size=5) for t in enc.tensors]
+    ref.close()
+    gone = order[26]  # read in the 6th batch, after the pipeline has listed the files
+    skipping = reader(on_error="skip", max_skipped_samples=1)
+    with caplog.at_level(logging.WARNING, logger="ladle"):
+        epoch = skipping.next_epoch(batch_size=5)
+        sizes = [len(next(epoch)[0])]
+        os.remove(gone)  # it vanished after listing: reading it fails
+        sizes += [len(enc) for enc, _ in epoch]
+        second = [len(enc) for enc, _ in skipping.next_epoch(batch_size=5)]
+    assert sizes == second == [5] * 6 + [2]  # batches stay full (the slot takes the next good sample)
+    assert [s["name"] for s in skipping.skipped_samples()] == [gone]
+    assert any(os.path.basename(gone) in r.getMessage() for r in caplog.records)
+    skipping.close()
+    with pytest.raises(ladle.InvalidArgumentError, match="on_error"):
+        reader(on_error="ignore")
+    with pytest.raises(ladle.InvalidArgumentError, match="max_skipped_samples needs on_error"):
+        reader(max_skipped_samples=3).epoch_size
