@@ -263,6 +263,9 @@ typedef struct ladle_arg_schema {
   int no_effect;             /* 1: accepted for DALI scripts and cannot change results here (a memory or
                                 speed hint); the doc says why */
   const char *doc;
+  int adds_outputs;          /* > 0: a bool argument that, when true, adds this many outputs after the
+                                operator's num_outputs and those added by earlier arguments (readers.coco's
+                                polygon_masks, image_ids) */
 } ladle_arg_schema;
 
 /* What an operator is, as bits (ladle_op_schema.flags). */
@@ -273,6 +276,10 @@ typedef struct ladle_arg_schema {
 #define LADLE_OP_STATEFUL 16u   /* keeps state across iterations beyond its position (none today) */
 #define LADLE_OP_CALLBACK 32u   /* its work is the application's function (python_function): added with
                                    ladle_pipeline_add_callback_op */
+#define LADLE_OP_EPILOGUE 64u   /* on the GPU, can run per output pixel inside the kernel of the operator before
+                                   it (crop_mirror_normalize after resize), when that one accepts it */
+#define LADLE_OP_ACCEPTS_EPILOGUE 128u /* its GPU kernel can apply the operator after it (one flagged
+                                          LADLE_OP_EPILOGUE, its output's only reader) per output pixel */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {
@@ -280,11 +287,21 @@ typedef struct ladle_op_schema {
   const char *doc;
   int min_inputs, max_inputs;
   int num_outputs;       /* < 0: one output per element of the list argument
-                            args[-1 - num_outputs] (readers.webdataset's ext) */
+                            args[-1 - num_outputs] (readers.webdataset's ext); bool arguments with
+                            adds_outputs may add more */
   unsigned devices;      /* LADLE_ON_* bits */
   unsigned flags;        /* LADLE_OP_* bits */
   int num_args;
   const ladle_arg_schema *args;
+  /* Outputs after the num_outputs fixed ones, as DALI adds them: one per input
+   * given beyond min_inputs when outputs_per_extra_input is 1 (a labels input
+   * gets a labels output), then those of bool arguments with adds_outputs. */
+  int outputs_per_extra_input;
+  /* When the string argument args[one_output_if_arg - 1] is its choice
+   * number one_output_choice, the num_outputs fixed outputs are one
+   * (random_object_bbox's format="box"); 0: never. */
+  int one_output_if_arg;
+  int one_output_choice;
 } ladle_op_schema;
 
 /** Number of registered operators. */
@@ -381,6 +398,11 @@ typedef struct ladle_pipeline_params {
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
   double max_skipped_fraction; /* iteration fails listing them. > 0: the limit is ceil(fraction x the
                                  reader's epoch_size) instead */
+  /* 1: every iteration waits for a seed from ladle_pipeline_feed_seed (as it waits for fed
+   * batches) and draws its random numbers as the first iteration of a pipeline created with
+   * that seed would: one built graph gives new, reproducible draws per run (ladle.dynamic's
+   * cached operators). Readers still shuffle with `seed`. Default 0. */
+  int fed_seeds;
 } ladle_pipeline_params;
 
 /** Fills `params` with the defaults. */
@@ -508,6 +530,17 @@ LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
 
 /**
+ * Queues the seed of a coming iteration of a pipeline created with fed_seeds
+ * = 1, first in first out: that iteration's random operators draw from
+ * (seed, operator, epoch 0, sample 0..N-1), the numbers of the first
+ * iteration of a pipeline created with params.seed = seed. At most
+ * prefetch_queue_depth + 8 seeds may wait (LADLE_ERROR_LIMIT beyond), as
+ * for fed batches. Fails with LADLE_ERROR_STATE without fed_seeds. Builds
+ * the pipeline first if needed. Thread-safe with run().
+ */
+LADLE_API ladle_status ladle_pipeline_feed_seed(ladle_pipeline *pipeline, uint64_t seed);
+
+/**
  * The CUDA stream (a cudaStream_t) the pipeline's GPU work runs on, or NULL
  * when it has no GPU operators or is not built. A producer of fed GPU data
  * orders its writes before this stream (DLPack's `stream` argument does).
@@ -522,11 +555,31 @@ typedef struct ladle_reader_meta {
   int shard_id;
   int pad_last_batch;
   int stick_to_shard;
+  int64_t index_bytes;       /* host memory the reader's index of its data set holds (readers.coco's
+                                annotations); 0 where a reader does not report it */
 } ladle_reader_meta;
 
 /** The metadata of the reader named `reader_name`. */
 LADLE_API ladle_status ladle_pipeline_reader_meta(ladle_pipeline *pipeline, const char *reader_name,
                                                   ladle_reader_meta *meta);
+
+/**
+ * The reader's record index of each sample of the iteration run() returned
+ * last (after any skip_bad_samples substitution): up to `capacity` values
+ * are written to `records`, their number to *count (0 without a reader or
+ * before the first run). Thread-safe with run(). With
+ * ladle_pipeline_record_name this names the file a sample came from.
+ */
+LADLE_API ladle_status ladle_pipeline_last_records(ladle_pipeline *pipeline, int64_t *records, int capacity,
+                                                   int *count);
+
+/**
+ * The name (file path or record name) of record `index` of the reader
+ * instance `reader_name`, or NULL when there is no such reader or record.
+ * The string belongs to the pipeline and stays valid until it is destroyed.
+ */
+LADLE_API const char *ladle_pipeline_record_name(ladle_pipeline *pipeline, const char *reader_name,
+                                                 int64_t index);
 
 /* Where a pipeline is in its stream of iterations: enough to resume. */
 typedef struct ladle_pipeline_position {

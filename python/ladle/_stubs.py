@@ -50,6 +50,11 @@ _DType = Any  # a types.DALIDataType, a dtype name, a NumPy or torch dtype (type
 '''
 
 
+# The functions and classes beside the generated ones in ladle.dynamic's namespaces.
+_DYN_EXTRAS = {"Reader": None, "set_seed": "def set_seed(seed: int) -> None: ...",
+               "get_seed": "def get_seed() -> int: ...", "RNG": None,
+               "get_default_rng": "def get_default_rng() -> RNG: ..."}
+
 # Per-sample values in the eager API: a Batch (an operator's result) or a list of values.
 _DYN_PER_SAMPLE = "Batch, Sequence[Any]"
 
@@ -88,6 +93,9 @@ def _fn_returns(schema, function):
     if getattr(function, "__name__", "") == "tfrecord" and function.__module__.startswith("ladle.fn"):
         return "Dict[str, DataNode]"
     n = schema["num_outputs"]
+    if (schema.get("outputs_per_extra_input") or schema.get("one_output_if")
+            or any(a.get("adds_outputs", 0) > 0 for a in schema["args"])):
+        return "Any"  # outputs depend on the inputs and arguments given: a DataNode, or a tuple of them
     if n == 1:
         return "DataNode"
     if n > 1:
@@ -120,7 +128,9 @@ def _fn_function(name, function, indent):
 
 def _dyn_function(name, schema, indent):
     pad = " " * indent
-    args = _arguments(schema, [], _DYN_PER_SAMPLE, ("device", "batch_size"))
+    args = _arguments(schema, [], _DYN_PER_SAMPLE, ("device", "batch_size", "rng"))
+    if "random" in schema["flags"]:
+        args.append("rng: Optional[RNG] = ...")
     params = ", ".join(["*inputs: Any", "device: Optional[str] = ...", "batch_size: Optional[int] = ..."] + args)
     # A Batch in gives a Batch out, a sample a Tensor: the result is typed Any.
     return [pad + f"def {name}({params}) -> Any: ..."]
@@ -141,10 +151,11 @@ def _tree(module, prefix):
     for key, value in vars(module).items():
         if key.startswith("_"):
             continue
+        if inspect.ismodule(value) and getattr(value, "__file__", None):
+            continue  # a real module (ladle.dynamic.checkpoint, .pytorch), not a generated namespace
         if inspect.ismodule(value) and value.__name__ == f"{prefix}.{key}":
             out[key] = _tree(value, value.__name__)
-        elif callable(value) and (getattr(value, "schema", None) is not None or key in ("Reader", "set_seed",
-                                                                                         "get_seed")):
+        elif callable(value) and (getattr(value, "schema", None) is not None or key in _DYN_EXTRAS):
             out[key] = value
         elif inspect.isclass(value) and getattr(value, "_schema", None) is not None:
             out[key] = value
@@ -180,11 +191,13 @@ def _emit_dynamic(tree, indent, lines):
         elif key == "Reader":
             if indent:  # readers.Reader; the module's own Reader is imported above
                 lines.append(pad + "Reader = Reader")
-        elif key in ("set_seed", "get_seed"):
+        elif key == "RNG":
+            if indent:  # random.RNG; the module imports RNG above
+                lines.append(pad + "RNG = RNG")
+        elif key in _DYN_EXTRAS:
             if indent:
                 lines.append(pad + "@staticmethod")
-            lines.append(pad + ("def set_seed(seed: int) -> None: ..." if key == "set_seed"
-                                else "def get_seed() -> int: ..."))
+            lines.append(pad + _DYN_EXTRAS[key])
         elif inspect.isclass(value):
             if value.__name__ != key:  # an alias (readers.TFRecord for readers.Tfrecord)
                 lines.append(pad + f"{key} = {value.__name__}")
@@ -211,11 +224,23 @@ def dynamic_stub():
     lines = [HEADER + '"""Types of ladle.dynamic (see __init__.py): one function or reader class per operator '
              'schema."""', "", _ALIASES,
              "from .. import types as types",
+             "from . import checkpoint as checkpoint",
+             "from ._context import CACHE_SIZE as CACHE_SIZE, Device as Device, EvalContext as EvalContext, "
+             "EvalMode as EvalMode, ThreadPool as ThreadPool, device as device, get_num_threads as get_num_threads, "
+             "set_num_threads as set_num_threads",
              "from ._data import Batch as Batch, Tensor as Tensor, as_batch as as_batch, as_tensor as as_tensor, "
              "batch as batch, tensor as tensor",
-             "from ._exec import CACHE_SIZE as CACHE_SIZE, clear_cache as clear_cache, "
-             "get_num_threads as get_num_threads, set_num_threads as set_num_threads",
-             "from ._readers import Reader as Reader, make_reader_class as make_reader_class", ""]
+             "from ._exec import clear_cache as clear_cache",
+             "from ._random import RNG as RNG",
+             "from ._readers import Reader as Reader, make_reader_class as make_reader_class",
+             "from ._stream import Stream as Stream, get_current_stream as get_current_stream, "
+             "get_default_stream as get_default_stream, set_current_stream as set_current_stream, "
+             "set_default_stream as set_default_stream, stream as stream",
+             "uint8: Any", "uint16: Any", "uint32: Any", "uint64: Any", "int8: Any", "int16: Any", "int32: Any",
+             "int64: Any", "float16: Any", "float32: Any", "float64: Any", "DType: Any",
+             # (ndd.bool exists too; declared here it would shadow the builtin in this stub) "DataType: Any",
+             "ImageType: Any", "InterpType: Any",
+             "def dtype(x: Any) -> Any: ...", ""]
     _emit_dynamic(_tree(_dynamic, "ladle.dynamic"), 0, lines)
     return "\n".join(lines) + "\n"
 

@@ -87,6 +87,8 @@ def _make_operator(schema, public=None):
     num_outputs = schema["num_outputs"]
     # num_outputs < 0: one output per element of the list argument args[-1 - num_outputs].
     outputs_per = schema["args"][-1 - num_outputs]["name"] if num_outputs < 0 else None
+    # Bool arguments that switch on more outputs (readers.coco's polygon_masks, image_ids).
+    adding = {a["name"]: a["adds_outputs"] for a in schema["args"] if a.get("adds_outputs", 0) > 0}
     shardable = "reader" in schema["flags"] and "shard_id" in specs and "num_shards" in specs
 
     def operator(*inputs, device=None, name=None, **kwargs):
@@ -140,6 +142,13 @@ def _make_operator(schema, public=None):
         if outputs_per is not None:
             value = kwargs[outputs_per]
             count = len(value) if isinstance(value, (list, tuple)) else 1
+        # One fixed output for one choice of a string argument (random_object_bbox's format="box").
+        if schema.get("one_output_if") and str(kwargs.get(schema["one_output_if"]) or "").lower() == \
+                schema["one_output_choice"]:
+            count = 1
+        # Outputs DALI adds for optional inputs (random_bbox_crop's labels) and bool arguments (readers.coco's masks).
+        count += schema.get("outputs_per_extra_input", 0) * (len(inputs) - min_inputs)
+        count += sum(k for arg, k in adding.items() if kwargs.get(arg))
         if count == 1:
             return DataNode(pipe, first, instance, out_device)
         return tuple(DataNode(pipe, first + k, f"{instance}[{k}]", out_device) for k in range(count))
@@ -162,6 +171,13 @@ def _docstring(public, schema):
     inputs = str(lo) if lo == hi else f"{lo} to {hi}"
     n = schema["num_outputs"]
     outputs = str(n) if n >= 1 else f"one per element of {schema['args'][-1 - n]['name']!r}"
+    if schema.get("outputs_per_extra_input"):
+        outputs += f", one more per input beyond {lo}"
+    if schema.get("one_output_if"):
+        outputs += f" (1 when {schema['one_output_if']!r} is {schema['one_output_choice']!r})"
+    more = [f"{a['adds_outputs']} with {a['name']}=True" for a in schema["args"] if a.get("adds_outputs", 0) > 0]
+    if more:
+        outputs += ", " + ", ".join(more)
     lines.append(f"Inputs: {inputs}. Outputs: {outputs}. Devices: {', '.join(schema['devices'])}.")
     for title, arg_list in (("Keyword arguments:", schema["args"]),
                             ("Arguments every operator takes:", list(_COMMON_ARGS.values()))):

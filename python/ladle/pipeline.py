@@ -531,6 +531,7 @@ class Pipeline:
         self.exec_async = exec_async
         self.exec_pipelined = exec_pipelined
         self._c = None  # the _ladle._Pipeline, made on first use
+        self._fed_seeds = False  # ladle.dynamic sets it before first use: a seed is fed per iteration
         self._closed = False
         self._op_names = set()
         self._callback_errors = {}  # python_function exceptions by token, until run() raises them
@@ -628,7 +629,8 @@ class Pipeline:
             pool = self._thread_pool._c if self._thread_pool is not None else None
             self._c = _ladle._Pipeline(self._batch_size, self._num_threads, self._device_id, self._seed,
                                        self._prefetch_queue_depth, self._max_pixels, self._cpus, pool,
-                                       self._skip, self._max_skipped, self._max_skipped_fraction)
+                                       self._skip, self._max_skipped, self._max_skipped_fraction,
+                                       self._fed_seeds)
         return self._c
 
     def _add_op(self, op_name, device, inputs, args, name, callback=None, public=None):
@@ -829,7 +831,9 @@ class Pipeline:
 
     def reader_meta(self, name=None):
         """DALI's reader metadata: a dict for reader `name`, or, without a
-        name, a dict of those dicts for every reader. Builds the pipeline."""
+        name, a dict of those dicts for every reader. Builds the pipeline.
+        Beyond DALI's keys, ``index_bytes``: the host memory the reader's
+        index holds (fn.readers.coco's annotations; 0 where not reported)."""
         if name is None:
             return {reader: self.reader_meta(reader) for reader in self._readers}
         if not self._built:

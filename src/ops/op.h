@@ -14,7 +14,7 @@
 #include "io/sampler.h"
 
 #define LADLE_MAX_INPUTS 4
-#define LADLE_MAX_OUTPUTS 4
+#define LADLE_MAX_OUTPUTS 6 /* readers.coco: images, boxes, labels, polygons, vertices, image ids */
 
 typedef struct ladle__node ladle__node;
 
@@ -51,6 +51,14 @@ typedef struct ladle__out_desc {
  * stream and memory, and a way to keep host memory alive until the
  * iteration's GPU work has completed. */
 typedef struct ladle__gpu ladle__gpu;
+
+/* The per-pixel epilogues a GPU kernel can apply (ladle__op_def.epilogue),
+ * each with its per-sample parameter struct. */
+typedef enum ladle__epilogue_kind {
+  LADLE__EPILOGUE_NONE,
+  LADLE__EPILOGUE_CMN /* ladle__cmn_params (ops/geometry/normalize_kernel.h): crop, mirror, normalize, cast,
+                         layout of uint8 HWC pixels */
+} ladle__epilogue_kind;
 
 typedef struct ladle__op_def {
   /* schema.flags: LADLE_OP_MOVES_DATA operators (transfer.to_gpu) take no
@@ -90,6 +98,26 @@ typedef struct ladle__op_def {
    * node->out_batches[k] to a new reference of `batch` samples, or fails
    * having set none. host_pool: for batch headers (views). */
   ladle_status (*produce)(ladle__node *node, ladle__gpu *g, ladle__pool *host_pool, int64_t iteration, int batch);
+
+  /* Fusion, as the schema's flags declare it (pipeline/plan.c decides).
+   * LADLE_OP_EPILOGUE: the kind of epilogue the operator is, and sample
+   * `slot`'s parameters (a struct of that kind) once setup has run. */
+  ladle__epilogue_kind epilogue;
+  ladle_status (*epilogue_params)(ladle__node *node, int slot, void *params);
+  /* LADLE_OP_ACCEPTS_EPILOGUE: whether this GPU node's kernel can apply
+   * `consumer`'s epilogue (its kind, this node's input types); and the batch
+   * run with it, which writes consumer's output. The executor then runs
+   * neither this node's run_batch nor the consumer's. */
+  int (*accepts_epilogue)(const ladle__node *node, const ladle__node *consumer);
+  ladle_status (*run_batch_epilogue)(ladle__node *node, ladle__node *consumer, ladle__gpu *g);
+
+  /* Planning hints (pipeline/plan.c). fixed_output_size: 1 and the size when
+   * output 0 has the same width x height for every sample whatever the
+   * input's resolution (resize to a fixed size). allow_smaller_output: this
+   * node may make its output smaller, not below min_width x min_height (a
+   * decoder's reduced DCT scale), since its only reader is such a node. */
+  int (*fixed_output_size)(const ladle__node *node, int *width, int *height);
+  void (*allow_smaller_output)(ladle__node *node, int min_width, int min_height);
 } ladle__op_def;
 
 /* The devices an operator built into this library can run on: GPU variants
@@ -126,8 +154,8 @@ struct ladle__node {
   int num_sources;
   int sources[LADLE_MAX_INPUTS]; /* value ids of per-sample arguments */
   void *state;                   /* the op's own, from init */
-  /* GPU fusion (pipeline/plan.c): a resize whose only reader is a
-   * crop_mirror_normalize runs inside that operator's kernel. */
+  /* GPU fusion (pipeline/plan.c): fused_into runs inside the kernel of
+   * fused_from (its producer, which accepts it as an epilogue). */
   ladle__node *fused_into, *fused_from;
   const struct ladle__pipeline_config *config;
   ladle_callback callback;       /* LADLE_OP_CALLBACK operators: the application's function */

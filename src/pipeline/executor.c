@@ -113,6 +113,7 @@ done:
 
 /* Under the lock: whether every external source has a batch queued. */
 static int all_fed(ladle_pipeline *p) {
+  if (p->params.fed_seeds && !p->seeds_count) return 0;
   for (int i = 0; i < p->num_fed; i++)
     if (!ladle__external_count(p->fed[i])) return 0;
   return 1;
@@ -124,6 +125,11 @@ static ladle_status take_fed(ladle_pipeline *p) {
   int size = 0;
   const char *first = NULL;
   ladle_status st = LADLE_OK;
+  if (p->params.fed_seeds) { /* this iteration's seed (executor_main restores params.seed after it) */
+    p->config.seed = p->seeds[p->seeds_head];
+    p->seeds_head = (p->seeds_head + 1) % (p->params.prefetch_queue_depth + LADLE__FEED_MARGIN);
+    p->seeds_count--;
+  }
   for (int i = 0; i < p->num_fed; i++) {
     ladle__node *n = p->fed[i];
     ladle_batch *b = ladle__external_pop(n);
@@ -184,7 +190,9 @@ static ladle_status plan_samples(ladle_pipeline *p, int64_t iteration, int batch
     for (int i = 0; i < batch; i++) p->names[i] = p->reader->def->sample_name(p->reader, p->refs[i].index);
     return LADLE_OK;
   }
-  int64_t first = iteration * p->params.batch_size; /* unique sample numbers whatever the batch's size */
+  /* Unique sample numbers whatever the batch's size; with fed seeds each
+   * iteration is a first iteration (its seed tells it apart). */
+  int64_t first = p->params.fed_seeds ? 0 : iteration * p->params.batch_size;
   for (int i = 0; i < batch; i++) {
     p->refs[i] = (ladle__sample_ref){first + i, 0, first + i, 0};
     p->names[i] = NULL;
@@ -271,10 +279,10 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       st = run_pass(&ps);
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
-    } else if (!n->fused_into) { /* a fused node runs inside its consumer's kernel */
+    } else if (!n->fused_into) { /* a fused node runs inside its consumer's turn, in one kernel with it */
       gpu->failed = ps.collect ? p->skip.failed : NULL;
       gpu->messages = ps.collect ? p->skip.messages : NULL;
-      st = n->def->run_batch(n, gpu);
+      st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, gpu) : n->def->run_batch(n, gpu);
       if (st != LADLE_OK && gpu->failed && ladle__skip_data_error(st))
         *skippable = memchr(gpu->failed, 1, (size_t)batch) != NULL;
       if (st != LADLE_OK) {
@@ -409,6 +417,7 @@ static void *executor_main(void *arg) {
       atomic_fetch_add(&p->stat_iterations, 1);
     }
     p->config.batch_size = p->params.batch_size;
+    p->config.seed = p->params.seed;
 
     pthread_mutex_lock(&p->lock);
     p->preparing = 0;
@@ -418,6 +427,8 @@ static void *executor_main(void *arg) {
     }
     slot->iteration = iteration;
     slot->status = st;
+    slot->num_records = p->reader && st == LADLE_OK ? p->config.batch_size : 0;
+    for (int i = 0; i < slot->num_records; i++) slot->records[i] = p->refs[i].index;
     snprintf(slot->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
     p->queue_count++;
     pthread_cond_broadcast(&p->ready);
@@ -433,7 +444,9 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
   for (int i = 0; i < depth; i++) {
     LADLE_ALLOC(p->queue[i].outputs, p->num_outputs);
     LADLE_ALLOC(p->queue[i].error, LADLE_ERROR_MAX);
+    LADLE_ALLOC(p->queue[i].records, p->params.batch_size);
   }
+  LADLE_ALLOC(p->last_records, p->params.batch_size);
   LADLE_CHECK(pthread_create(&p->thread, NULL, executor_main, p) == 0, LADLE_ERROR_OUT_OF_MEMORY,
               "cannot start the executor thread");
   p->thread_started = 1;
@@ -458,6 +471,7 @@ void ladle__executor_stop(ladle_pipeline *p) {
   for (int i = 0; i < depth; i++) {
     free(p->queue[i].outputs);
     free(p->queue[i].error);
+    free(p->queue[i].records);
   }
   free(p->queue);
   p->queue = NULL;
@@ -501,6 +515,7 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
     for (int i = 0; i < p->num_fed && !name[0]; i++)
       if (!ladle__external_count(p->fed[i])) name = p->fed[i]->name;
     pthread_mutex_unlock(&p->lock);
+    if (!name[0]) return LADLE_FAIL(LADLE_ERROR_STATE, "no seed was fed for the next iteration: feed one first");
     return LADLE_FAIL(LADLE_ERROR_STATE, "external_source '%s' has no data for the next iteration: feed it first",
                       name);
   }
@@ -520,6 +535,8 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
       outputs[k] = slot->outputs[k];
       slot->outputs[k] = NULL;
     }
+    memcpy(p->last_records, slot->records, (size_t)slot->num_records * sizeof *p->last_records);
+    p->num_last_records = slot->num_records;
   } else {
     ladle__restore_error(slot->error);
   }
@@ -529,6 +546,30 @@ ladle_status ladle_pipeline_run(ladle_pipeline *p, ladle_batch **outputs) {
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
   return st;
+}
+
+ladle_status ladle_pipeline_last_records(ladle_pipeline *p, int64_t *records, int capacity, int *count) {
+  if (!p || !count || (capacity > 0 && !records)) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  pthread_mutex_lock(&p->lock);
+  int n = p->last_records ? p->num_last_records : 0;
+  if (n > capacity) n = capacity;
+  if (n > 0) memcpy(records, p->last_records, (size_t)n * sizeof *records);
+  pthread_mutex_unlock(&p->lock);
+  *count = n;
+  return LADLE_OK;
+}
+
+const char *ladle_pipeline_record_name(ladle_pipeline *p, const char *reader_name, int64_t index) {
+  for (int i = 0; p && p->built && reader_name && i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    if (n->def->sample_name && n->name && strcmp(n->name, reader_name) == 0) {
+      ladle_reader_meta meta;
+      if (n->def->reader_meta && n->def->reader_meta(n, &meta) == LADLE_OK && (index < 0 || index >= meta.epoch_size))
+        return NULL;
+      return n->def->sample_name(n, index);
+    }
+  }
+  return NULL;
 }
 
 ladle_status ladle_pipeline_get_position(const ladle_pipeline *p, ladle_pipeline_position *pos) {
@@ -551,6 +592,8 @@ ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline
   }
   if (p->num_fed)
     return LADLE_FAIL(LADLE_ERROR_STATE, "a pipeline with external sources has no positions: fed data cannot be replayed");
+  if (p->params.fed_seeds)
+    return LADLE_FAIL(LADLE_ERROR_STATE, "a pipeline with fed seeds has no positions: feed the seeds again instead");
   int depth = p->params.prefetch_queue_depth;
   pthread_mutex_lock(&p->lock);
   atomic_fetch_add(&p->generation, 1);

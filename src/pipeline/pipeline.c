@@ -54,6 +54,7 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   p->config.seed = params->seed;
   p->config.max_pixels = params->max_pixels;
   p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
+  if (params->fed_seeds) LADLE_ALLOC(p->seeds, params->prefetch_queue_depth + LADLE__FEED_MARGIN);
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->space, NULL);
   pthread_cond_init(&p->ready, NULL);
@@ -117,6 +118,8 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->names);
   free(p->shapes);
   free(p->fed);
+  free(p->seeds);
+  free(p->last_records);
   ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
   if (p->owns_pool) ladle_thread_pool_destroy(p->pool);
@@ -282,8 +285,6 @@ done:
   return st;
 }
 
-/* Fed batches a source may hold beyond the prefetch depth (ladle_pipeline_feed). */
-#define LADLE__FEED_MARGIN 8
 
 static unsigned device_bit(const char *device) {
   if (!device || strcasecmp(device, "cpu") == 0) return LADLE_ON_CPU;
@@ -396,6 +397,18 @@ static ladle_status add_node(ladle_pipeline *p, const char *op_name, const char 
                 LADLE_MAX_OUTPUTS);
     n->num_outputs = count;
   }
+  if (schema->one_output_if_arg > 0) {
+    const ladle_arg_schema *as = &schema->args[schema->one_output_if_arg - 1];
+    const ladle_value *v = &n->args[schema->one_output_if_arg - 1].value;
+    if (v->type == LADLE_ARG_STRING && v->u.s && ladle__choice(v->u.s, as->choices, NULL) == schema->one_output_choice)
+      n->num_outputs = 1;
+  }
+  n->num_outputs += schema->outputs_per_extra_input * (num_inputs - schema->min_inputs);
+  for (int a = 0; a < schema->num_args; a++) /* outputs that bool arguments switch on (readers.coco's masks) */
+    if (schema->args[a].adds_outputs > 0 && n->args[a].value.count && n->args[a].value.u.i)
+      n->num_outputs += schema->args[a].adds_outputs;
+  LADLE_CHECK(n->num_outputs <= LADLE_MAX_OUTPUTS, LADLE_ERROR_INVALID_ARGUMENT,
+              "%s: these arguments ask for %d outputs; at most %d", op_name, n->num_outputs, LADLE_MAX_OUTPUTS);
   LADLE_TRY(ladle__grow_array((void **)&p->nodes, &p->cap_nodes, p->num_nodes + 1, sizeof *p->nodes));
   LADLE_TRY(ladle__grow_array((void **)&p->values, &p->cap_values, p->num_values + n->num_outputs, sizeof *p->values));
   n->first_output = p->num_values;
@@ -624,11 +637,31 @@ done:
   return st;
 }
 
+ladle_status ladle_pipeline_feed_seed(ladle_pipeline *p, uint64_t seed) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_CHECK(p->params.fed_seeds, LADLE_ERROR_STATE, "the pipeline was not created with fed_seeds = 1");
+  LADLE_TRY(ladle_pipeline_build(p));
+  int limit = p->params.prefetch_queue_depth + LADLE__FEED_MARGIN;
+  pthread_mutex_lock(&p->lock);
+  if (p->seeds_count >= limit) {
+    pthread_mutex_unlock(&p->lock);
+    return LADLE_FAIL(LADLE_ERROR_LIMIT, "%d fed seeds wait already (at most prefetch_queue_depth + %d = %d): "
+                      "call run() to consume them before feeding more", p->seeds_count, LADLE__FEED_MARGIN, limit);
+  }
+  p->seeds[(p->seeds_head + p->seeds_count++) % limit] = seed;
+  pthread_cond_broadcast(&p->space);
+  pthread_mutex_unlock(&p->lock);
+done:
+  return st;
+}
+
 ladle_status ladle_pipeline_reader_meta(ladle_pipeline *p, const char *reader_name, ladle_reader_meta *meta) {
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
     if (n->def->reader_meta && n->name && reader_name && strcmp(n->name, reader_name) == 0) {
       if (!p->built) return LADLE_FAIL(LADLE_ERROR_STATE, "build the pipeline first");
+      *meta = (ladle_reader_meta){0};
       return n->def->reader_meta(n, meta);
     }
   }

@@ -12,6 +12,9 @@
 #include "ops/op.h"
 #include "pipeline/skip.h"
 
+/* Fed batches (and seeds) a pipeline may hold beyond the prefetch depth (ladle_pipeline_feed). */
+#define LADLE__FEED_MARGIN 8
+
 /* A value: output `output` of node `node`. */
 typedef struct ladle__value_ref {
   int node, output;
@@ -23,6 +26,8 @@ typedef struct ladle__ready {
   ladle_status status;
   char *error;           /* LADLE_ERROR_MAX bytes, owned by the queue slot */
   ladle_batch **outputs; /* num_outputs */
+  int64_t *records;      /* batch_size: the reader's record of each sample (ladle_pipeline_last_records) */
+  int num_records;
 } ladle__ready;
 
 struct ladle_pipeline {
@@ -42,6 +47,8 @@ struct ladle_pipeline {
   ladle__node *reader; /* the first reader: its plan gives every iteration's samples */
   ladle__node **fed;    /* the external_source nodes, fed by ladle_pipeline_feed */
   int num_fed;
+  uint64_t *seeds;     /* fed_seeds: a ring of seeds for coming iterations (ladle_pipeline_feed_seed) */
+  int seeds_head, seeds_count;
 
   /* Resources. */
   struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */
@@ -65,6 +72,8 @@ struct ladle_pipeline {
   int preparing;               /* the executor is preparing an iteration (outside the lock) */
   int64_t next_iteration;      /* the next one the executor prepares */
   int64_t delivered;           /* iterations handed out by run() */
+  int64_t *last_records;       /* batch_size: the records of the iteration run() returned last */
+  int num_last_records;
   atomic_uint generation;      /* bumped by set_position and stop: in-flight work is dropped */
   atomic_int stop;
 

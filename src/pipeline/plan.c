@@ -1,16 +1,18 @@
 /* Graph-level planning at build: decisions that need to see more than one
- * operator. Today one: a random-crop decoder whose only consumer is a resize
- * to a fixed size may decode at a reduced DCT scale (never below the resize's
- * output), which skips most of the IDCT work for large crops. */
+ * operator, all declared by the operators' schemas (ops/op.h), none naming
+ * an operator:
+ *  - fusion: a GPU node whose kernel accepts a per-pixel epilogue
+ *    (LADLE_OP_ACCEPTS_EPILOGUE) and whose output's only reader is an
+ *    epilogue it can apply (LADLE_OP_EPILOGUE: crop_mirror_normalize after
+ *    resize) run as one kernel, which reads each input pixel once and writes
+ *    the final tensor once, with the same bytes as the two kernels;
+ *  - size hints: a node whose only reader makes a fixed-size output whatever
+ *    its input's resolution (resize to a fixed size) may make its output
+ *    smaller, down to that size (a random-crop decoder's reduced DCT scale,
+ *    which skips most of the IDCT work for large crops). */
 #include <stdlib.h>
 
-#include "ops/geometry/resize.h"
-#include "ops/image/decoders.h"
 #include "pipeline/pipeline.h"
-
-extern const ladle__op_def ladle__op_resize;
-extern const ladle__op_def ladle__op_random_resized_crop;
-extern const ladle__op_def ladle__op_crop_mirror_normalize;
 
 static int is_output(const ladle_pipeline *p, int value) {
   for (int k = 0; k < p->num_outputs; k++)
@@ -33,35 +35,35 @@ static ladle__node *only_consumer(const ladle_pipeline *p, int value) {
   return found;
 }
 
-/* On the GPU, resize (or random_resized_crop) of uint8 images followed by
- * crop_mirror_normalize, the resize's output read by nothing else, becomes
- * one kernel that reads each decoded pixel once and writes the final tensor
- * once. The result is the same bytes: the fused kernel rounds the resized
- * pixels to uint8 exactly where the resize would have stored them. */
 static void plan_fusion(ladle_pipeline *p) {
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *r = p->nodes[i];
-    int resizes = r->def == &ladle__op_resize || r->def == &ladle__op_random_resized_crop;
-    if (!resizes || r->deferred || r->device != LADLE_ON_GPU || r->in[0].dtype != LADLE_UINT8 || is_output(p, r->first_output))
+    const ladle__op_def *rd = r->def;
+    if (!(rd->schema.flags & LADLE_OP_ACCEPTS_EPILOGUE) || !rd->accepts_epilogue || !rd->run_batch_epilogue ||
+        r->deferred || r->device != LADLE_ON_GPU || r->fused_from || is_output(p, r->first_output))
       continue;
     ladle__node *c = only_consumer(p, r->first_output);
-    if (!c || c->def != &ladle__op_crop_mirror_normalize || c->device != LADLE_ON_GPU || c->inputs[0] != r->first_output)
+    if (!c || !(c->def->schema.flags & LADLE_OP_EPILOGUE) || !c->def->epilogue_params || c->device != LADLE_ON_GPU ||
+        c->inputs[0] != r->first_output || !rd->accepts_epilogue(r, c))
       continue;
     r->fused_into = c;
     c->fused_from = r;
   }
 }
 
+static void plan_sizes(ladle_pipeline *p) {
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    if (!n->def->allow_smaller_output || is_output(p, n->first_output)) continue;
+    ladle__node *consumer = only_consumer(p, n->first_output);
+    int w = 0, h = 0;
+    if (!consumer || !consumer->def->fixed_output_size || !consumer->def->fixed_output_size(consumer, &w, &h))
+      continue;
+    n->def->allow_smaller_output(n, w, h);
+  }
+}
+
 void ladle__plan_graph(ladle_pipeline *p) {
   if (!getenv("LADLE_NO_FUSION")) plan_fusion(p);
-  for (int i = 0; i < p->num_nodes; i++) {
-    ladle__node *dec = p->nodes[i];
-    if (dec->def != &ladle__op_decoders_image_random_crop || is_output(p, dec->first_output)) continue;
-    ladle__node *consumer = only_consumer(p, dec->first_output);
-    int w = 0, h = 0;
-    if (!consumer || consumer->def != &ladle__op_resize || !ladle__resize_fixed_size(consumer, &w, &h)) continue;
-    ladle__decoder_state *d = dec->state;
-    d->min_width = w;
-    d->min_height = h;
-  }
+  plan_sizes(p);
 }

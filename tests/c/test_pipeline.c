@@ -1,7 +1,10 @@
 /* Pipelines through the public API: building, argument checking, running,
  * determinism across thread counts and prefetch depths, repositioning,
  * destroying with work in flight, and no allocation once warm. */
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ladle/ladle.h"
@@ -13,10 +16,12 @@ static ladle_arg float_arg(const char *name, double f) {
   return a;
 }
 
-/* coin_flip(probability=p) and uniform(range=[0, 10]) with the given settings. */
-static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64_t seed) {
+/* coin_flip(probability=p) and uniform(range=[0, 10]) with the given settings;
+ * fed: seeds come from ladle_pipeline_feed_seed. */
+static ladle_pipeline *random_pipeline_of(int batch, int threads, int depth, uint64_t seed, int fed) {
   ladle_pipeline_params params;
   ladle_pipeline_params_init(&params);
+  params.fed_seeds = fed;
   params.batch_size = batch;
   params.num_threads = threads;
   params.prefetch_queue_depth = depth;
@@ -32,6 +37,10 @@ static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64
   int outs[2] = {coin, uni};
   CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
   return p;
+}
+
+static ladle_pipeline *random_pipeline(int batch, int threads, int depth, uint64_t seed) {
+  return random_pipeline_of(batch, threads, depth, seed, 0);
 }
 
 /* Runs `iters` iterations and appends every output byte to buf. */
@@ -79,6 +88,96 @@ static void test_random_ops_and_determinism(void) {
   p = random_pipeline(16, 2, 2, 8); /* another seed: other numbers */
   CHECK(collect(p, 20, other) == n && memcmp(ref, other, n) != 0);
   ladle_pipeline_destroy(p);
+}
+
+/* fed_seeds: iteration k draws what the first iteration of a pipeline with
+ * seed = (k-th fed seed) draws, whatever ran before; without a fed seed run()
+ * fails at once rather than waiting. */
+static void test_fed_seeds(void) {
+  static uint8_t want[3][256], got[3 * 256];
+  const uint64_t seeds[3] = {11, 12, 11};
+  for (int k = 0; k < 3; k++) {
+    ladle_pipeline *ref = random_pipeline(16, 2, 1, seeds[k]);
+    CHECK(collect(ref, 1, want[k]) == 128);
+    ladle_pipeline_destroy(ref);
+  }
+  CHECK(memcmp(want[0], want[1], 128) != 0 && memcmp(want[0], want[2], 128) == 0);
+  ladle_pipeline *p = random_pipeline_of(16, 2, 2, 5, 1);
+  ladle_batch *out[2] = {NULL, NULL};
+  CHECK(ladle_pipeline_run(p, out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "no seed"));
+  for (int k = 0; k < 3; k++) CHECK_OK(ladle_pipeline_feed_seed(p, seeds[k]));
+  CHECK(collect(p, 3, got) == 3 * 128);
+  for (int k = 0; k < 3; k++) CHECK(memcmp(got + k * 128, want[k], 128) == 0);
+  ladle_pipeline_position pos = {0};
+  CHECK(ladle_pipeline_set_position(p, &pos) == LADLE_ERROR_STATE);
+  int limited = 0;
+  for (int k = 0; k < 20 && !limited; k++) limited = ladle_pipeline_feed_seed(p, (uint64_t)k) == LADLE_ERROR_LIMIT;
+  CHECK(limited);
+  ladle_pipeline_destroy(p); /* with seeds and iterations left */
+  p = random_pipeline(16, 1, 1, 5);
+  CHECK(ladle_pipeline_feed_seed(p, 1) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "fed_seeds"));
+  ladle_pipeline_destroy(p);
+}
+
+/* An empty pipeline with default parameters but these. */
+static ladle_pipeline *new_pipeline(int batch, int threads) {
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = batch;
+  params.num_threads = threads;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  return p;
+}
+
+/* The records of the iteration run() returned last, and their file names:
+ * a reader over a folder of three files, two per batch. */
+static void test_last_records(void) {
+  char root[] = "/tmp/ladle_records_XXXXXX", path[512];
+  if (!mkdtemp(root)) {
+    CHECK(0);
+    return;
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  CHECK(mkdir(path, 0700) == 0);
+  const char *names[3] = {"x.jpg", "y.jpg", "z.jpg"};
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/a/%s", root, names[i]);
+    FILE *f = fopen(path, "wb");
+    CHECK(f && fputs(names[i], f) >= 0 && fclose(f) == 0);
+  }
+  ladle_pipeline *p = new_pipeline(2, 1);
+  ladle_arg arg = {"file_root", {LADLE_ARG_STRING, 1, {.s = root}}, -1};
+  int out = -1, count = -1;
+  int64_t records[4] = {-1, -1, -1, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "readers.file", "cpu", NULL, 0, &arg, 1, "Reader", &out));
+  int outs[1] = {out};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 1));
+  CHECK_OK(ladle_pipeline_last_records(p, records, 4, &count));
+  CHECK(count == 0); /* nothing returned yet */
+  for (int it = 0; it < 2; it++) {
+    ladle_batch *b = NULL;
+    CHECK_OK(ladle_pipeline_run(p, &b));
+    CHECK_OK(ladle_pipeline_last_records(p, records, 4, &count));
+    CHECK(count == 2);
+    for (int i = 0; i < count && b; i++) { /* each sample holds its file's name as its bytes */
+      const char *name = ladle_pipeline_record_name(p, "Reader", records[i]);
+      size_t len = strlen(names[0]);
+      CHECK(name && strlen(name) > len && memcmp(ladle_batch_data(b, i), name + strlen(name) - len, len) == 0);
+    }
+    ladle_batch_release(b);
+  }
+  CHECK_OK(ladle_pipeline_last_records(p, records, 1, &count));
+  CHECK(count == 1); /* capped at the capacity */
+  CHECK(ladle_pipeline_record_name(p, "Reader", 3) == NULL && ladle_pipeline_record_name(p, "Other", 0) == NULL);
+  ladle_pipeline_destroy(p);
+  for (int i = 0; i < 3; i++) {
+    snprintf(path, sizeof path, "%s/a/%s", root, names[i]);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  rmdir(path);
+  rmdir(root);
 }
 
 static void test_set_position(void) {
@@ -192,12 +291,7 @@ static ladle_batch *bytes_batch(int n, int len, int first) {
  * its fed batch; a run with nothing fed fails at once; fed batches still
  * queued at destroy are released (the ASan build checks). */
 static void test_external_source(void) {
-  ladle_pipeline_params params;
-  ladle_pipeline_params_init(&params);
-  params.batch_size = 8;
-  params.num_threads = 2;
-  ladle_pipeline *p = NULL;
-  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_pipeline *p = new_pipeline(8, 2);
   ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
                        {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
                        {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
@@ -289,6 +383,8 @@ static void test_memory_stats_and_release(void) {
 
 int main(void) {
   RUN(test_random_ops_and_determinism);
+  RUN(test_fed_seeds);
+  RUN(test_last_records);
   RUN(test_set_position);
   RUN(test_argument_errors);
   RUN(test_destroy_in_flight_and_shared_pool);

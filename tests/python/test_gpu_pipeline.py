@@ -148,8 +148,13 @@ def test_fused_path_equals_unfused(sample_root, monkeypatch):
         return pipe
 
     fused = build()
+    # The schemas declare the fusion (resize and random_resized_crop accept an epilogue, crop_mirror_normalize
+    # is one): both resizes run inside the normalize kernels.
+    fused_ops = [op["op"] for op in fused.executor_statistics()["operators"] if op["fused"]]
+    assert sorted(fused_ops) == ["random_resized_crop", "resize"], fused_ops
     monkeypatch.setenv("LADLE_NO_FUSION", "1")
     unfused = build()
+    assert not any(op["fused"] for op in unfused.executor_statistics()["operators"])
     for _ in range(3):
         for f, u in zip(fused.run(), unfused.run()):
             assert torch.equal(torch.from_dlpack(f).cpu(), torch.from_dlpack(u).cpu())

@@ -53,8 +53,15 @@ def test_every_schema_becomes_a_function_with_docs():
 def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
-        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args"}
-        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback"}
+        assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args",
+                          "outputs_per_extra_input", "one_output_if", "one_output_choice"}
+        names = {a["name"]: a for a in s["args"]}
+        for a in s["args"]:  # bool arguments that add outputs when true
+            assert a["adds_outputs"] >= 0 and (a["adds_outputs"] == 0 or a["type"] == "bool")
+        if s["one_output_if"]:  # one fixed output for one choice of a string argument
+            assert s["one_output_choice"] in names[s["one_output_if"]]["choices"]
+        assert set(s["flags"]) <= {"random", "reader", "moves_data", "external", "stateful", "callback", "epilogue",
+                                   "accepts_epilogue"}
         assert 0 <= s["min_inputs"] <= s["max_inputs"]
         if s["num_outputs"] < 0:  # one output per element of a list argument, or as many as an int one says
             kind = s["args"][-1 - s["num_outputs"]]["type"]

@@ -238,3 +238,5 @@ def test_dynamic_reader_skips_records_it_cannot_read(tmp_path, sample_root, capl
         reader(on_error="ignore")
     with pytest.raises(ladle.InvalidArgumentError, match="max_skipped_samples needs on_error"):
         reader(max_skipped_samples=3).epoch_size
+    with pytest.raises(ladle.ReadError, match="ladle.dynamic.readers.File: .*cannot open folder"):
+        ldd.readers.File(file_root=str(tmp_path / "none")).epoch_size

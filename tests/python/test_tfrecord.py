@@ -241,9 +241,9 @@ def test_bad_arguments():
             "a": tfrec.FixedLenFeature([2], tfrec.int64, [1, 2, 3])}), batch_size=1, iterations=1)
     with pytest.raises(ladle.InvalidArgumentError, match="'features' must be a non-empty dict"):
         run_pipe(lambda: fn.readers.tfrecord(path="x", features={}), batch_size=1, iterations=1)
-    with pytest.raises(ladle.InvalidArgumentError, match="feature_names' has 5 entries"):
+    with pytest.raises(ladle.InvalidArgumentError, match="feature_names' has 7 entries"):
         run_pipe(lambda: fn.readers.tfrecord(path="x", features={
-            str(i): tfrec.VarLenFeature(tfrec.int64) for i in range(5)}), batch_size=1, iterations=1)
+            str(i): tfrec.VarLenFeature(tfrec.int64) for i in range(7)}), batch_size=1, iterations=1)
 
 
 def test_corrupt_data_crc_names_file_and_record(imagenet_like, tmp_path):

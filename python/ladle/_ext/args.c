@@ -274,11 +274,12 @@ static PyObject *arg_schema_to_dict(const ladle_arg_schema *a) {
   PyObject *choices = strings_to_py(a->choices);
   PyObject *d = NULL;
   if (def && lo && hi && choices)
-    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s}", "name", a->name, "type",
+    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:i}", "name", a->name, "type",
                       ladle_arg_type_name(a->type), "type_id", (int)a->type, "required", a->required ? Py_True : Py_False,
                       "has_default", has_default ? Py_True : Py_False, "default", def, "per_sample",
                       a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "choices", choices, "no_effect",
-                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "");
+                      a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "", "adds_outputs",
+                      a->adds_outputs);
   Py_XDECREF(def);
   Py_XDECREF(lo);
   Py_XDECREF(hi);
@@ -305,7 +306,8 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     const char *name;
   } flag_bits[] = {{LADLE_OP_RANDOM, "random"}, {LADLE_OP_READER, "reader"}, {LADLE_OP_MOVES_DATA, "moves_data"},
                    {LADLE_OP_EXTERNAL, "external"}, {LADLE_OP_STATEFUL, "stateful"},
-                   {LADLE_OP_CALLBACK, "callback"}};
+                   {LADLE_OP_CALLBACK, "callback"}, {LADLE_OP_EPILOGUE, "epilogue"},
+                   {LADLE_OP_ACCEPTS_EPILOGUE, "accepts_epilogue"}};
   for (size_t k = 0; k < sizeof flag_bits / sizeof flag_bits[0]; k++) {
     if (!(s->flags & flag_bits[k].bit)) continue;
     PyObject *name = PyUnicode_FromString(flag_bits[k].name);
@@ -328,9 +330,13 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O}", "name", s->name, "doc", s->doc ? s->doc : "", "min_inputs",
-                    s->min_inputs, "max_inputs", s->max_inputs, "num_outputs", s->num_outputs, "devices", devices,
-                    "flags", flags, "args", args);
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z}", "name", s->name, "doc",
+                    s->doc ? s->doc : "", "min_inputs", s->min_inputs, "max_inputs", s->max_inputs, "num_outputs",
+                    s->num_outputs, "devices", devices, "flags", flags, "args", args, "outputs_per_extra_input",
+                    s->outputs_per_extra_input, "one_output_if",
+                    s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].name : NULL, "one_output_choice",
+                    s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].choices[s->one_output_choice]
+                                             : NULL);
 done:
   Py_XDECREF(devices);
   Py_XDECREF(args);

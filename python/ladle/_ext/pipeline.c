@@ -38,15 +38,15 @@ static int pipeline_ready(PipelineObject *self) {
 static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"batch_size", "num_threads", "device_id", "seed", "prefetch_queue_depth",
                            "max_pixels", "cpus", "pool", "skip_bad_samples", "max_skipped",
-                           "max_skipped_fraction", NULL};
-  int batch_size, num_threads = -1, device_id = -1, depth = -1, skip = 0;
+                           "max_skipped_fraction", "fed_seeds", NULL};
+  int batch_size, num_threads = -1, device_id = -1, depth = -1, skip = 0, fed_seeds = 0;
   unsigned long long seed = 0;
   long long max_pixels = 0, max_skipped = -1;
   double max_skipped_fraction = 0;
   PyObject *cpus_obj = Py_None, *pool_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOOpLd:_Pipeline", kwlist, &batch_size, &num_threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOOpLdp:_Pipeline", kwlist, &batch_size, &num_threads,
                                    &device_id, &seed, &depth, &max_pixels, &cpus_obj, &pool_obj, &skip,
-                                   &max_skipped, &max_skipped_fraction))
+                                   &max_skipped, &max_skipped_fraction, &fed_seeds))
     return -1;
   if (self->pipe) {
     ladle__py_raise_format(LADLE_ERROR_STATE, "_Pipeline.__init__ called twice");
@@ -69,6 +69,7 @@ static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   params.skip_bad_samples = skip;
   params.max_skipped = max_skipped;
   params.max_skipped_fraction = max_skipped_fraction;
+  params.fed_seeds = fed_seeds;
 
   int *cpus = NULL;
   if (ladle__py_parse_cpus(cpus_obj, &cpus, &params.num_cpus) < 0) return -1;
@@ -315,6 +316,46 @@ static PyObject *pipeline_feed(PipelineObject *self, PyObject *args) {
   Py_RETURN_NONE;
 }
 
+static PyObject *pipeline_feed_seed(PipelineObject *self, PyObject *arg) {
+  unsigned long long seed = PyLong_AsUnsignedLongLong(arg);
+  if (seed == (unsigned long long)-1 && PyErr_Occurred()) return NULL;
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  ladle_status st = ladle_pipeline_feed_seed(self->pipe, seed); /* never blocks, as feed */
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
+  Py_RETURN_NONE;
+}
+
+static PyObject *pipeline_last_records(PipelineObject *self, PyObject *unused) {
+  (void)unused;
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  int count = 0, capacity = 64;
+  int64_t records[64], *buf = records;
+  ladle_status st;
+  for (;;) { /* a full buffer may have cut the list short: ask again with a larger one */
+    st = ladle_pipeline_last_records(self->pipe, buf, capacity, &count);
+    if (st != LADLE_OK || count < capacity) break;
+    if (buf != records) PyMem_Free(buf);
+    capacity *= 4;
+    buf = PyMem_Malloc((size_t)capacity * sizeof *buf);
+    if (!buf) return PyErr_NoMemory();
+  }
+  PyObject *out = st == LADLE_OK ? PyList_New(count) : NULL;
+  for (int i = 0; out && i < count; i++) PyList_SET_ITEM(out, i, PyLong_FromLongLong(buf[i]));
+  if (buf != records) PyMem_Free(buf);
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
+  return out;
+}
+
+static PyObject *pipeline_record_name(PipelineObject *self, PyObject *args) {
+  const char *reader;
+  long long index;
+  if (!PyArg_ParseTuple(args, "sL:record_name", &reader, &index)) return NULL;
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  const char *name = ladle_pipeline_record_name(self->pipe, reader, index);
+  if (!name) Py_RETURN_NONE;
+  return PyUnicode_DecodeFSDefault(name);
+}
+
 static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   if (pipeline_ready(self) < 0) return NULL;
   const char *name = PyUnicode_AsUTF8(arg);
@@ -327,10 +368,11 @@ static PyObject *pipeline_reader_meta(PipelineObject *self, PyObject *arg) {
   Py_END_ALLOW_THREADS
   set_busy(self, 0);
   if (st != LADLE_OK) return ladle__py_raise_status(st);
-  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
+  return Py_BuildValue("{s:L,s:L,s:i,s:i,s:O,s:O,s:L}", "epoch_size", (long long)meta.epoch_size, "epoch_size_padded",
                        (long long)meta.epoch_size_padded, "number_of_shards", meta.number_of_shards, "shard_id",
                        meta.shard_id, "pad_last_batch", meta.pad_last_batch ? Py_True : Py_False,
-                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False);
+                       "stick_to_shard", meta.stick_to_shard ? Py_True : Py_False, "index_bytes",
+                       (long long)meta.index_bytes);
 }
 
 static PyObject *pipeline_get_position(PipelineObject *self, PyObject *unused) {
@@ -453,6 +495,12 @@ static PyMethodDef pipeline_methods[] = {
     {"reader_meta", (PyCFunction)pipeline_reader_meta, METH_O, "reader_meta(name) -> dict."},
     {"feed", (PyCFunction)pipeline_feed, METH_VARARGS,
      "feed(source_name, batch): queues a _Batch for the external_source of that name (one iteration each)."},
+    {"feed_seed", (PyCFunction)pipeline_feed_seed, METH_O,
+     "feed_seed(seed): queues the seed of a coming iteration (a _Pipeline made with fed_seeds=True)."},
+    {"last_records", (PyCFunction)pipeline_last_records, METH_NOARGS,
+     "last_records() -> list of int: the reader's record of each sample of the last iteration run() returned."},
+    {"record_name", (PyCFunction)pipeline_record_name, METH_VARARGS,
+     "record_name(reader_name, index) -> str or None: the file path of a reader's record."},
     {"get_position", (PyCFunction)pipeline_get_position, METH_NOARGS,
      "get_position() -> int: iterations handed out so far."},
     {"set_position", (PyCFunction)pipeline_set_position, METH_O,

@@ -38,18 +38,64 @@ def _is_torch(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "detach")
 
 
-class Tensor(_Arithmetic):
+class _Lazy:
+    """The TensorList of a result, made now or by a queued call (EvalMode.deferred)."""
+
+    __slots__ = ()
+
+    @property
+    def _tl(self):
+        tl = self._tl_value
+        if tl is None:
+            future, k = self._future
+            tl = self._tl_value = future.result()[k]
+            self._future = None
+        return tl
+
+    def evaluate(self):
+        """Waits for the call that makes this result (deferred mode); returns self."""
+        self._tl
+        return self
+
+
+class Tensor(_Lazy, _Arithmetic):
     """One sample: ``shape``, ``dtype``, ``layout``, ``device``; ``torch()``,
     ``np.asarray(t)`` (CPU) and ``__dlpack__`` give it without a copy.
 
-    Made by the operators (a single input gives a single output), by
-    ``Batch.tensors[i]``, or by ``ladle.dynamic.tensor(x)``."""
+    ``Tensor(data, dtype=None, device=None, layout=None, batch=None,
+    index_in_batch=None, copy=False)`` as in DALI: `data` is an array, a torch
+    tensor, a Tensor, a nested list or a scalar (copied unless it is ladle
+    memory already and `copy` is False); or ``batch=b, index_in_batch=i`` is
+    sample i of Batch b, without a copy. Operators given single samples
+    return Tensors, ``Batch.tensors[i]`` is one."""
 
-    def __init__(self, tensor_list, index=0):
-        if not isinstance(tensor_list, TensorList):
-            raise TypeError(f"Tensor wraps a ladle TensorList, not {type(tensor_list).__name__}; use ladle.dynamic.tensor()")
-        self._tl = tensor_list
-        self._index = tensor_list._index(index)
+    __slots__ = ("_tl_value", "_future", "_index")
+
+    def __init__(self, data=None, dtype=None, device=None, layout=None, batch=None, index_in_batch=None,
+                 copy=False):
+        self._future = None
+        if batch is not None:
+            if data is not None:
+                raise _ladle.InvalidArgumentError("Tensor: give data or batch=, not both")
+            b = as_batch(batch)
+            self._tl_value, self._index = b._tl, b._tl._index(0 if index_in_batch is None else index_in_batch)
+        else:
+            if data is None:
+                raise _ladle.InvalidArgumentError("Tensor: no data")
+            t = data if isinstance(data, Tensor) and not copy and dtype is None else tensor(data, dtype=dtype,
+                                                                                            layout=layout)
+            self._tl_value, self._index = t._tl, t._index
+        if device is not None:
+            moved = self.to_device(device)
+            self._tl_value, self._index = moved._tl, moved._index
+
+    @classmethod
+    def _wrap(cls, tensor_list, index=0, future=None):
+        """Sample `index` of a TensorList, or of output `future[1]` of a queued call."""
+        t = cls.__new__(cls)
+        t._tl_value, t._future = tensor_list, future
+        t._index = index if future is not None else tensor_list._index(index)
+        return t
 
     def _view(self):
         return self._tl._batch.sample(self._index)
@@ -61,6 +107,19 @@ class Tensor(_Arithmetic):
     @property
     def ndim(self):
         return self._tl._batch.ndim
+
+    @property
+    def size(self):
+        """The number of elements."""
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    @property
+    def itemsize(self):
+        return np.dtype(self.dtype.numpy_name).itemsize
+
+    @property
+    def nbytes(self):
+        return self.size * self.itemsize
 
     @property
     def dtype(self):
@@ -77,10 +136,14 @@ class Tensor(_Arithmetic):
         """ "cpu" or "gpu". """
         return self._tl.device
 
+    def item(self):
+        """The value of a one-element tensor, as a Python number."""
+        if self.size != 1:
+            raise _ladle.InvalidArgumentError(f"Tensor.item(): the tensor has {self.size} elements, not 1")
+        return np.asarray(self.cpu()).reshape(()).item()
+
     def torch(self, copy=False):
         """This sample as a torch tensor (no copy unless `copy`)."""
-        import torch
-
         t = to_torch_tensor(self._view())
         return t.clone() if copy else t
 
@@ -88,20 +151,38 @@ class Tensor(_Arithmetic):
         """This sample in host memory (itself when it is there already)."""
         if self.device == "cpu":
             return self
-        return Tensor(TensorList(batch_from_samples([_host_copy(self._view())], layout=self.layout or None)))
+        return Tensor._wrap(TensorList(batch_from_samples([_host_copy(self._view())], layout=self.layout or None)))
 
-    def gpu(self):
-        """This sample in GPU memory (a copy; itself when it is there already)."""
-        return self if self.device == "gpu" else self._as_batch().gpu().tensors[0]
+    def gpu(self, index=None):
+        """This sample in GPU memory (a copy; itself when it is there
+        already), on GPU `index` (default: the context's)."""
+        return self if self.device == "gpu" else self._as_batch().gpu(index).tensors[0]
+
+    def to_device(self, device, force_copy=False):
+        """This sample on `device` ("cpu", "gpu", a Device or torch.device)."""
+        from ._context import device as _device
+
+        target = _device(device)
+        if target.device_type == self.device:
+            if not force_copy:
+                return self
+            copy = tensor(np.array(self.cpu()), layout=self.layout or None)  # a new host copy
+            return copy if self.device == "cpu" else copy.gpu(target.device_id)
+        return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _as_batch(self):
         """A Batch of this one sample (the same memory when the batch holds only it)."""
         if len(self._tl) == 1:
-            return Batch(self._tl)
+            return Batch._wrap(self._tl)
         if self.device == "cpu":
-            return Batch(TensorList(batch_from_samples([to_numpy(self._view())], layout=self.layout or None)))
+            return Batch._wrap(TensorList(batch_from_samples([to_numpy(self._view())], layout=self.layout or None)))
         host = self.cpu()
         return host._as_batch().gpu()
+
+    def __len__(self):
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d ladle.dynamic.Tensor")
+        return self.shape[0]
 
     def __iter__(self):
         """The sub-tensors along the first dimension (as NumPy iterates)."""
@@ -128,29 +209,88 @@ class Tensor(_Arithmetic):
     def __dlpack_device__(self):
         return self._view().__dlpack_device__()
 
+    def __bool__(self):
+        if self.size != 1:
+            raise ValueError("the truth value of a ladle.dynamic.Tensor of more than one element is ambiguous")
+        return bool(self.item())
+
+    def __int__(self):
+        return int(self.item())
+
+    def __float__(self):
+        return float(self.item())
+
     def __repr__(self):
+        if self._tl_value is None or self._future is not None:
+            return "<ladle.dynamic.Tensor (not evaluated yet)>"
         return (f"<ladle.dynamic.Tensor shape={self.shape} dtype={self.dtype} layout={self.layout!r} "
                 f"on {self.device}>")
 
 
-class Batch(_Arithmetic):
+class _SampleSlicer:
+    """``batch.slice[...]``: every sample sliced, with per-sample bounds where
+    an index is a Batch (or a list with one value per sample)."""
+
+    __slots__ = ("_batch",)
+
+    def __init__(self, b):
+        self._batch = b
+
+    def __getitem__(self, key):
+        return _subscript(self._batch, key)
+
+
+class Batch(_Lazy, _Arithmetic):
     """A batch of samples of one dtype and rank (shapes may differ).
 
-    ``len(b)``; ``b.tensors[i]`` is sample i (a Tensor); ``b.dtype``,
-    ``b.layout``, ``b.device`` ("cpu"/"gpu"), ``b.shape`` (a list of sample
-    shapes). ``b.torch()`` is the batch as one [N, ...] torch tensor without a
-    copy when the samples share a shape (``pad=True`` pads ragged samples with
+    ``len(b)`` / ``b.batch_size``; ``b.tensors[i]`` or ``b.select(i)`` is
+    sample i (a Tensor), ``b.select(slice or list)`` a Batch of some samples,
+    ``b.slice[...]`` slices every sample; ``b.dtype``, ``b.layout``,
+    ``b.device`` ("cpu"/"gpu"), ``b.shape`` (a list of sample shapes).
+    ``b.torch()`` is the batch as one [N, ...] torch tensor without a copy
+    when the samples share a shape (``pad=True`` pads ragged samples with
     zeros into a new tensor). ``__dlpack__`` exports a dense batch.
 
-    Made by the operators, by ``ladle.dynamic.batch(samples)`` (a copy) and
-    ``ladle.dynamic.as_batch(x)`` (no copy where possible). ``b.tensor_list``
-    is the underlying ladle.TensorList."""
+    ``Batch(tensors, dtype=None, device=None, layout=None, copy=False)`` as in
+    DALI: a list of samples (arrays, torch tensors, Tensors) or one [N, ...]
+    array; ladle memory (a Batch, a TensorList) is kept without a copy unless
+    `copy`. Also made by the operators, ``ladle.dynamic.batch(samples)`` (a
+    copy) and ``ladle.dynamic.as_batch(x)``. ``b.tensor_list`` is the
+    underlying ladle.TensorList."""
 
-    def __init__(self, tensor_list):
-        if not isinstance(tensor_list, TensorList):
-            raise TypeError(f"Batch wraps a ladle TensorList, not {type(tensor_list).__name__}; use ladle.dynamic.batch()")
-        self._tl = tensor_list
-        self._tensors = None
+    __slots__ = ("_tl_value", "_future", "_tensors", "_origins")
+
+    def __init__(self, tensors=None, dtype=None, device=None, layout=None, copy=False):
+        self._future = self._tensors = self._origins = None
+        if tensors is None:
+            raise _ladle.InvalidArgumentError("Batch: no samples")
+        if isinstance(tensors, TensorList) and dtype is None and layout is None and not copy:
+            b = Batch._wrap(tensors)
+        elif copy or dtype is not None:
+            b = batch(tensors, layout=layout, dtype=dtype)
+        else:
+            b = as_batch(tensors, layout=layout)
+        if device is not None:
+            b = b.to_device(device)
+        self._tl_value = b._tl
+
+    @classmethod
+    def _wrap(cls, tensor_list, future=None):
+        b = cls.__new__(cls)
+        b._tl_value, b._future, b._tensors = tensor_list, future, None
+        b._origins = None  # sample index -> the file it was read from (readers' batches)
+        return b
+
+    @staticmethod
+    def broadcast(sample, batch_size, device=None, dtype=None):
+        """A batch of `batch_size` copies of one sample."""
+        if isinstance(sample, Batch):
+            raise _ladle.InvalidArgumentError("Batch.broadcast: give one sample, not a Batch")
+        a = _host_array(sample)
+        if dtype is not None:
+            a = a.astype(types.to_dtype(dtype).numpy_name)
+        b = batch(np.broadcast_to(a, (int(batch_size),) + a.shape))
+        return b if device is None else b.to_device(device)
 
     @property
     def tensor_list(self):
@@ -167,11 +307,35 @@ class Batch(_Arithmetic):
     def tensors(self):
         """The samples, as a tuple of Tensors."""
         if self._tensors is None:
-            self._tensors = tuple(Tensor(self._tl, i) for i in range(len(self._tl)))
+            tl = self._tl
+            self._tensors = tuple(Tensor._wrap(tl, i) for i in range(len(tl)))
         return self._tensors
 
     def __iter__(self):
         return iter(self.tensors)
+
+    def select(self, sample_range):
+        """Sample i (a Tensor) for an int; a Batch of the samples a slice or a
+        list of indices names (a copy, unless it is all of them); ... : self."""
+        if sample_range is Ellipsis:
+            return self
+        if isinstance(sample_range, slice):
+            indices = list(range(*sample_range.indices(len(self))))
+        elif isinstance(sample_range, (list, tuple, np.ndarray)):
+            indices = [self._tl._index(int(i)) for i in sample_range]
+        else:
+            return self.tensors[self._tl._index(sample_range)]
+        if indices == list(range(len(self))):
+            return self
+        if not indices:
+            raise _ladle.InvalidArgumentError("Batch.select: no samples selected")
+        return batch([self.tensors[i] for i in indices], layout=self.layout or None)
+
+    @property
+    def slice(self):
+        """``b.slice[start:stop, ...]``: each sample sliced (DALI's sample-wise
+        slicing); a bound may be a Batch or a list with one value per sample."""
+        return _SampleSlicer(self)
 
     @property
     def shape(self):
@@ -196,16 +360,22 @@ class Batch(_Arithmetic):
     def is_dense(self):
         return self._tl.is_dense_tensor()
 
-    def torch(self, pad=False):
+    def torch(self, copy=None, pad=False):
         """The batch as one torch tensor [N, ...].
 
-        Dense: a view of ladle's memory (DLPack, no copy). Ragged: with
-        ``pad=True`` a new zero-filled tensor of the largest extent in every
-        dimension, each sample at the origin; without it, StateError."""
+        Dense: a view of ladle's memory (DLPack, no copy; ``copy=True`` clones
+        it). Ragged: with ``pad=True`` a new zero-filled tensor of the largest
+        extent in every dimension, each sample at the origin; without it,
+        StateError (as with ``copy=False``, which refuses any copy). A GPU
+        result is ordered for the current EvalContext's cuda_stream when it
+        has one (else torch's current stream) through DLPack's stream protocol."""
         import torch
 
         if self._tl.is_dense_tensor():
-            return to_torch_tensor(self._tl)
+            t = _torch_of(self._tl)
+            return t.clone() if copy else t
+        if copy is False:
+            raise _ladle.StateError("Batch.torch(copy=False): the samples have different shapes; padding copies")
         if not pad:
             raise _ladle.StateError(
                 f"Batch.torch(): the samples have different shapes ({self._shape_summary()}); "
@@ -227,16 +397,28 @@ class Batch(_Arithmetic):
 
     def cpu(self):
         """This batch in host memory (itself when it is there already)."""
-        return self if self.device == "cpu" else Batch(self._tl.as_cpu())
+        return self if self.device == "cpu" else Batch._wrap(self._tl.as_cpu())
 
-    def gpu(self):
+    def gpu(self, index=None):
         """This batch in GPU memory (a copy by a small pipeline; itself when
-        it is there already)."""
+        it is there already), on GPU `index` (default: the context's)."""
         if self.device == "gpu":
             return self
         from . import _exec
 
-        return _exec.to_gpu(self)
+        return _exec.to_gpu(self, index)
+
+    def to_device(self, device, force_copy=False):
+        """This batch on `device` ("cpu", "gpu", "gpu:0", a Device or torch.device)."""
+        from ._context import device as _device
+
+        target = _device(device)
+        if target.device_type == self.device:
+            if not force_copy:
+                return self
+            copy = batch(self.cpu().tensors, layout=self.layout or None)  # a new host copy
+            return copy if self.device == "cpu" else copy.gpu(target.device_id)
+        return self.cpu() if target.device_type == "cpu" else self.gpu(target.device_id)
 
     def _take(self, count):
         """The first `count` samples, as a new CPU batch (a copy) unless that is all of them."""
@@ -244,7 +426,7 @@ class Batch(_Arithmetic):
             return self
         host = self.cpu()
         samples = [to_numpy(host._tl._batch.sample(i)) for i in range(count)]
-        return Batch(TensorList(batch_from_samples(samples, layout=self.layout or None)))
+        return Batch._wrap(TensorList(batch_from_samples(samples, layout=self.layout or None)))
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         self._tl._check_dense("Batch.__dlpack__")
@@ -262,9 +444,35 @@ class Batch(_Arithmetic):
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __repr__(self):
+        if self._tl_value is None or self._future is not None:
+            return "<ladle.dynamic.Batch (not evaluated yet)>"
         dense = "" if self._tl.is_dense_tensor() else ", ragged"
         return (f"<ladle.dynamic.Batch {len(self)} x {self.dtype} layout={self.layout!r} "
                 f"on {self.device}{dense}>")
+
+
+def _torch_of(tl):
+    """A dense TensorList as a torch tensor; a GPU one ordered for the current
+    context's stream when it has one (DLPack's stream protocol)."""
+    if tl.device == "gpu":
+        from ._context import EvalContext
+
+        stream = EvalContext.current().cuda_stream
+        if stream is not None:
+            from ..tensors import torch_from_capsule
+
+            return torch_from_capsule(tl, stream=_stream_handle(stream))
+    return to_torch_tensor(tl)
+
+
+def _stream_handle(stream):
+    """A CUDA stream as the int DLPack takes: a Stream, a torch stream, an
+    object with __cuda_stream__, or an int."""
+    if hasattr(stream, "__cuda_stream__"):
+        return int(stream.__cuda_stream__()[1])
+    if hasattr(stream, "cuda_stream"):
+        return int(stream.cuda_stream)
+    return int(stream)
 
 
 def batch(samples, layout=None, dtype=None):
@@ -275,7 +483,7 @@ def batch(samples, layout=None, dtype=None):
     if isinstance(samples, Batch):
         samples = samples.cpu().tensors
     if isinstance(samples, TensorList):
-        samples = Batch(samples).cpu().tensors
+        samples = Batch._wrap(samples).cpu().tensors
     np_dtype = types.to_dtype(dtype).numpy_name if dtype is not None else None
     if isinstance(samples, (list, tuple)):
         if not samples:
@@ -290,14 +498,14 @@ def batch(samples, layout=None, dtype=None):
             tl = TensorList(_ladle.batch_from_buffer(_ladle_array(np.stack(arrays)), layout=layout))
         else:
             tl = TensorList(batch_from_samples(arrays, layout=layout))
-        out = Batch(tl)
+        out = Batch._wrap(tl)
         return out.gpu() if on_gpu else out
     a = _host_array(samples)
     if np_dtype:
         a = a.astype(np_dtype)
     if a.ndim < 1:
         raise _ladle.InvalidArgumentError("ladle.dynamic.batch: a single array must be [N, ...] with N samples")
-    return Batch(TensorList(_ladle.batch_from_buffer(_ladle_array(a), layout=layout)))
+    return Batch._wrap(TensorList(_ladle.batch_from_buffer(_ladle_array(a), layout=layout)))
 
 
 def as_batch(x, layout=None):
@@ -307,9 +515,9 @@ def as_batch(x, layout=None):
     if isinstance(x, Batch):
         return x
     if isinstance(x, TensorList):
-        return Batch(x)
+        return Batch._wrap(x)
     if isinstance(x, _ladle._Batch):
-        return Batch(TensorList(x))
+        return Batch._wrap(TensorList(x))
     if isinstance(x, Tensor):
         return x._as_batch()
     return batch(x, layout=layout)
@@ -323,7 +531,7 @@ def tensor(x, layout=None, dtype=None):
     a = _host_array(x)
     if dtype is not None:
         a = _ladle_array(a.astype(types.to_dtype(dtype).numpy_name))
-    return Tensor(TensorList(_ladle.batch_from_buffer(a[np.newaxis], layout=layout)))
+    return Tensor._wrap(TensorList(_ladle.batch_from_buffer(a[np.newaxis], layout=layout)))
 
 
 def as_tensor(x, layout=None):

@@ -1,127 +1,58 @@
 """How ladle.dynamic runs one operator call: a small Pipeline (external
-sources -> the operator), built once per call signature and cached, fed the
-call's inputs and run once. Randomness, threads and the cache live here."""
+sources -> the operator), built once per call signature and kept in the
+current EvalContext, then fed the call's inputs (and, for random operators,
+the call's seed) and run once. In steady state a call builds nothing."""
 
 import collections
 import functools
-import os
 import threading
 
 import numpy as np
 
 from .. import _ladle
 from .. import fn
-from .. import types
-from ..pipeline import DataNode, Pipeline, ThreadPool, _default_device
+from ..pipeline import DataNode, Pipeline, _default_device
 from ..tensors import TensorList
+from . import _random
+from ._context import CACHE_SIZE, EvalContext, EvalMode
 from ._data import Batch, Tensor, _host_array, _is_torch, as_batch, batch
 
-CACHE_SIZE = 64  # pipelines kept; the least recently used one is closed beyond that
 
-_lock = threading.RLock()
-_num_threads = None
-_pool = None
-_seed = 0
-_draws = 0
-_cache = collections.OrderedDict()  # key -> _Entry
-
-
-def _after_fork_in_child():
-    """A forked child starts dynamic mode afresh: the parent's pipelines and
-    pool cannot run here (their threads stayed behind), and a lock the
-    parent held at fork time would never be released."""
-    global _lock, _pool, _cache
-    _lock = threading.RLock()
-    _pool = None
-    _cache = collections.OrderedDict()  # the parent's entries are dropped, not closed
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_after_fork_in_child)
-
-
-# --- threads ----------------------------------------------------------------
+# --- compatibility with ladle.dynamic before EvalContext ------------------------
 
 def set_num_threads(n):
-    """Worker threads of the pool every ladle.dynamic pipeline shares (default
-    min(4, cores)). Closes the cached pipelines; takes effect at the next call."""
-    n = int(n)
-    if n < 1:
-        raise _ladle.InvalidArgumentError(f"set_num_threads: need at least 1 thread, got {n}")
-    global _num_threads, _pool
-    with _lock:
-        _num_threads = n
-        _pool = None
-        clear_cache()
+    from . import _context
+
+    _context.set_num_threads(n)
 
 
 def get_num_threads():
-    with _lock:
-        return _num_threads or min(4, os.cpu_count() or 1)
+    from . import _context
+
+    return _context.get_num_threads()
 
 
 def thread_pool():
-    """The shared ladle.ThreadPool (made on first use)."""
-    global _pool
-    with _lock:
-        if _pool is None:
-            _pool = ThreadPool(get_num_threads())
-        return _pool
+    """The ladle.ThreadPool of the current context."""
+    return EvalContext.current().thread_pool._pool
 
 
 def clear_cache():
-    """Closes every cached pipeline."""
-    with _lock:
-        entries = list(_cache.values())
-        _cache.clear()
-    for e in entries:
-        e.close()
+    """Closes the graphs the current context built."""
+    EvalContext.current().clear_cache()
 
-
-# --- randomness -------------------------------------------------------------
 
 def set_seed(seed):
-    """Restarts ladle.dynamic's random draws from `seed` (default 0).
-
-    What decides the draws: the k-th call (k = 0, 1, ... counted from the last
-    set_seed, or from import) of an operator that draws random numbers
-    (those whose schema has the "random" flag) runs with the
-    seed mix(seed, k); sample i of that call draws from (that seed, i), as
-    sample i of a pipeline's first iteration would. So the same program gives
-    the same numbers, whatever the thread count, caching or batch-size
-    bucketing, and every call draws new numbers. Readers made later shuffle
-    with `seed` itself (as a Pipeline(seed=seed) would)."""
-    seed = int(seed)
-    if seed < 0:
-        raise _ladle.InvalidArgumentError(f"set_seed: the seed must be >= 0, got {seed}")
-    global _seed, _draws
-    with _lock:
-        _seed, _draws = seed, 0
+    _random.set_seed(seed)
 
 
 def get_seed():
-    with _lock:
-        return _seed
-
-
-def _mix(seed, k):
-    """A 62-bit seed from (seed, k): splitmix64's finalizer over both."""
-    x = (seed * 0x9E3779B97F4A7C15 + (k + 1) * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    x ^= x >> 30
-    x = (x * 0xBF58476D1CE4E5B9) & 0xFFFFFFFFFFFFFFFF
-    x ^= x >> 27
-    x = (x * 0x94D049BB133111EB) & 0xFFFFFFFFFFFFFFFF
-    x ^= x >> 31
-    return x >> 2
+    return _random.get_seed()
 
 
 def next_seed():
-    """The seed of the next random call (and counts the call)."""
-    global _draws
-    with _lock:
-        k = _draws
-        _draws += 1
-        return _mix(_seed, k)
+    """A draw of the default generator (the seed ladle.torchvision gives a Compose)."""
+    return _random.get_default_rng()._next_seed()
 
 
 def draws_random(op_name):
@@ -129,12 +60,27 @@ def draws_random(op_name):
     return "random" in fn.op_schemas()[op_name]["flags"]
 
 
-# --- the cache of pipelines -------------------------------------------------
+# --- the cache of built graphs ------------------------------------------------------
 
 class _Entry:
-    def __init__(self, pipe):
+    """One built pipeline of a context, run by one call at a time."""
+
+    __slots__ = ("pipe", "handle", "lock", "random")
+
+    def __init__(self, pipe, random):
         self.pipe = pipe
+        self.handle = pipe._handle()
         self.lock = threading.Lock()
+        self.random = random
+
+    def run(self, feeds, seed):
+        handle = self.handle
+        with self.lock:
+            for name, tl in feeds:
+                handle.feed(name, tl._batch)
+            if self.random:
+                handle.feed_seed(seed)
+            return tuple(TensorList(b) for b in handle.run())
 
     def close(self):
         with self.lock:
@@ -149,69 +95,64 @@ def _bucket(n):
     return b
 
 
-def _gpu_device_id():
+def _gpu_device_id(ctx=None):
+    """The GPU of `ctx` (default: the current context): its device_id, else LOCAL_RANK's or 0."""
+    ctx = ctx or EvalContext.current()
+    if ctx.device_id is not None:
+        return ctx.device_id
     d = _default_device(-1)
     return d if d >= 0 else 0
 
 
-def execute(key, build, feeds, batch_size, on_gpu, random):
+def execute(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
     """Runs the graph that `build(pipe)` defines (inside `with pipe:`; it
-    returns the outputs) on `feeds` [(source name, TensorList, layout)].
-    Pipelines of deterministic graphs are cached under `key`; random ones are
-    made for the call with a fresh seed. Returns the tuple of TensorLists."""
-    if random or key is None:
-        pipe = _make(build, batch_size, on_gpu, next_seed() if random else 0)
-        try:
-            return _feed_and_run(pipe, feeds)
-        finally:
-            pipe.close()
-    with _lock:
-        entry = _cache.get(key)
+    returns the outputs) on `feeds` [(source name, TensorList)], with `seed`
+    as the iteration's seed when `random`. The pipeline is kept in the
+    context under `key`. Returns the tuple of TensorLists."""
+    ctx = ctx or EvalContext.current()
+    cache = ctx._cache
+    with ctx._lock:
+        entry = cache.get(key)
         if entry is not None:
-            _cache.move_to_end(key)
+            cache.move_to_end(key)
     if entry is None:
-        entry = _Entry(_make(build, batch_size, on_gpu, 0))
+        entry = _Entry(_make(ctx, build, batch_size, on_gpu, random), random)
         evicted = []
-        with _lock:
-            _cache[key] = entry
-            while len(_cache) > CACHE_SIZE:
-                evicted.append(_cache.popitem(last=False)[1])
+        with ctx._lock:
+            cache[key] = entry
+            while len(cache) > CACHE_SIZE:
+                evicted.append(cache.popitem(last=False)[1])
         for e in evicted:
             e.close()
-    with entry.lock:
-        try:
-            return _feed_and_run(entry.pipe, feeds)
-        except BaseException:
-            # A failed iteration may leave data fed but not consumed: drop the pipeline.
-            with _lock:
-                if _cache.get(key) is entry:
-                    del _cache[key]
-            entry.pipe.close()
-            raise
+    try:
+        return entry.run(feeds, seed)
+    except BaseException:
+        # A failed iteration may leave data fed but not consumed: drop the pipeline.
+        with ctx._lock:
+            if cache.get(key) is entry:
+                del cache[key]
+        entry.close()
+        raise
 
 
-def _make(build, batch_size, on_gpu, seed):
-    pipe = Pipeline(batch_size=batch_size, device_id=_gpu_device_id() if on_gpu else None, seed=seed,
-                    prefetch_queue_depth=1, thread_pool=thread_pool())
+def _make(ctx, build, batch_size, on_gpu, random):
+    pipe = Pipeline(batch_size=batch_size, device_id=_gpu_device_id(ctx) if on_gpu else None, seed=0,
+                    prefetch_queue_depth=1, thread_pool=ctx.thread_pool._pool)
+    pipe._fed_seeds = random
     try:
         with pipe:
             outputs = build(pipe)
         if isinstance(outputs, DataNode):
             outputs = (outputs,)
         pipe.set_outputs(*outputs)
+        pipe.build()
     except BaseException:
         pipe.close()
         raise
     return pipe
 
 
-def _feed_and_run(pipe, feeds):
-    for name, tl, layout in feeds:
-        pipe.feed_input(name, tl, layout=layout)
-    return pipe.run()
-
-
-# --- one operator call ------------------------------------------------------
+# --- one operator call ----------------------------------------------------------
 
 def _hashable(v):
     if isinstance(v, (list, tuple)):
@@ -231,15 +172,8 @@ def _fn_op(op_name):
 
 def _sig(b):
     """What an external source must declare for Batch `b`."""
-    layout = b.layout or None
-    return (b.dtype, b.ndim, layout, b.device)
-
-
-def _feed_layout(sig):
-    dtype, ndim, layout, _ = sig
-    if layout:
-        return layout
-    return "HWC" if ndim == 3 else None
+    tl = b._tl
+    return (tl.dtype, tl._batch.ndim, tl._batch.layout or None, tl.device)
 
 
 def _is_sample_like(x):
@@ -251,16 +185,21 @@ def _is_sample_like(x):
     return isinstance(x, np.ndarray) or _is_torch(x) or hasattr(x, "getbands")
 
 
-def _input_batch(x, public, i):
-    if _is_sample_like(x):
-        return as_batch(x if isinstance(x, Tensor) else _tensor_of(x))
-    if isinstance(x, (Batch, TensorList, list, tuple)):
-        return as_batch(x)
+def _check_input(x, public, i):
     if isinstance(x, DataNode):
         raise _ladle.InvalidArgumentError(f"{public}: input {i} is a DataNode; ladle.dynamic takes data, "
                                           "not pipeline graph nodes (use ladle.fn inside a pipeline)")
-    raise _ladle.InvalidArgumentError(f"{public}: input {i} of type {type(x).__name__} is not data "
-                                      "(give a Batch, a Tensor, an array or a list of arrays)")
+    if not (_is_sample_like(x) or isinstance(x, (Batch, TensorList, list, tuple))):
+        raise _ladle.InvalidArgumentError(f"{public}: input {i} of type {type(x).__name__} is not data "
+                                          "(give a Batch, a Tensor, an array or a list of arrays)")
+
+
+def _input_batch(x):
+    if isinstance(x, Batch):
+        return x
+    if _is_sample_like(x):
+        return as_batch(x if isinstance(x, Tensor) else _tensor_of(x))
+    return as_batch(x)
 
 
 def _tensor_of(x):
@@ -300,13 +239,25 @@ def _arg_batch(value, public, key, rank=0):
     return batch(arrays)
 
 
+def _normal_device(public, device):
+    if device is None:
+        return None
+    if not isinstance(device, str):
+        from ._context import device as _device
+
+        device = _device(device).device_type
+    device = device.lower().split(":")[0]
+    if device == "cuda":
+        device = "gpu"
+    if device not in ("cpu", "gpu", "mixed"):
+        raise _ladle.InvalidArgumentError(f"{public}: device={device!r}: use 'cpu' or 'gpu'")
+    return device
+
+
 def _resolve_device(public, schema, device, inputs_on_gpu):
     devices = schema["devices"]
     if device is None:
         device = "gpu" if inputs_on_gpu else "cpu"
-    device = str(device).lower()
-    if device == "cuda":
-        device = "gpu"
     if device == "cpu":
         if "cpu" not in devices:
             raise _ladle.InvalidArgumentError(f"{public}: device='cpu' is not supported; it runs on: {', '.join(devices)}")
@@ -314,20 +265,18 @@ def _resolve_device(public, schema, device, inputs_on_gpu):
             raise _ladle.InvalidArgumentError(f"{public}: device='cpu' cannot take inputs in GPU memory; "
                                               "use device='gpu' or move the inputs with .cpu()")
         return "cpu"
-    if device in ("gpu", "mixed"):
-        if _cuda_built() and not _cuda_devices():
-            raise _ladle.NotAvailableError(f"{public}: device='gpu' is not available: ladle sees no CUDA device")
-        if "gpu" in devices and not (device == "mixed" and "mixed" in devices):
-            return "gpu"
-        if "mixed" in devices:
-            if inputs_on_gpu:
-                raise _ladle.InvalidArgumentError(f"{public}: on the GPU this operator reads its inputs from host "
-                                                  "memory; give CPU inputs (.cpu())")
-            return "mixed"
-        info = "" if _cuda_built() else " (this ladle was built without CUDA)"
-        raise _ladle.NotAvailableError(f"{public}: device='gpu' is not available{info}; "
-                                       f"this operator runs on: {', '.join(devices)}")
-    raise _ladle.InvalidArgumentError(f"{public}: device={device!r}: use 'cpu' or 'gpu'")
+    if _cuda_built() and not _cuda_devices():
+        raise _ladle.NotAvailableError(f"{public}: device='gpu' is not available: ladle sees no CUDA device")
+    if "gpu" in devices and not (device == "mixed" and "mixed" in devices):
+        return "gpu"
+    if "mixed" in devices:
+        if inputs_on_gpu:
+            raise _ladle.InvalidArgumentError(f"{public}: on the GPU this operator reads its inputs from host "
+                                              "memory; give CPU inputs (.cpu())")
+        return "mixed"
+    info = "" if _cuda_built() else " (this ladle was built without CUDA)"
+    raise _ladle.NotAvailableError(f"{public}: device='gpu' is not available{info}; "
+                                   f"this operator runs on: {', '.join(devices)}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -343,110 +292,184 @@ def _cuda_devices():
     return int(build_info().get("cuda_devices", 0) or 0)
 
 
-def call_operator(schema, public, inputs, device=None, batch_size=None, kwargs=None):
-    """Runs operator `schema` eagerly. Returns a Batch, a Tensor or a tuple of them."""
-    op_name = schema["name"]
-    kwargs = dict(kwargs or {})
-    specs = {a["name"]: a for a in schema["args"]}
-    lo, hi = schema["min_inputs"], schema["max_inputs"]
-    if not lo <= len(inputs) <= hi:
-        expected = str(lo) if lo == hi else f"{lo} to {hi}"
+class OpInfo:
+    """What a call needs from an operator's schema, worked out once."""
+
+    def __init__(self, schema, public):
+        self.schema = schema
+        self.name = schema["name"]
+        self.public = public
+        self.specs = {a["name"]: a for a in schema["args"]}
+        for key, spec in fn._COMMON_ARGS.items():  # seed and DALI's hints, as fn takes them
+            self.specs.setdefault(key, spec)
+        self.lo, self.hi = schema["min_inputs"], schema["max_inputs"]
+        self.random = "random" in schema["flags"]
+        self.num_outputs = schema["num_outputs"]
+        self.valid = ", ".join(self.specs) or "none"
+
+
+class _Call:
+    """One call's arguments, checked; run() does the work (now, or on the
+    context's worker in deferred mode)."""
+
+    __slots__ = ("info", "inputs", "constants", "per_sample", "batch_size", "device", "seed", "ctx", "names")
+
+    def run(self):
+        info, public = self.info, self.info.public
+        batches = [_input_batch(x) for x in self.inputs]
+        per_sample = {k: _arg_batch(v, public, k, r) for k, (v, r) in self.per_sample.items()}
+        sizes = {len(b) for b in batches} | {len(b) for b in per_sample.values()}
+        if self.batch_size is not None:
+            sizes.add(self.batch_size)
+        if len(sizes) > 1:
+            raise _ladle.InvalidArgumentError(f"{public}: the inputs, per-sample arguments and batch_size "
+                                              f"disagree on the number of samples: {sorted(sizes)}")
+        n = sizes.pop() if sizes else 1
+        on_gpu = any(b.device == "gpu" for b in batches)
+        op_device = _resolve_device(public, info.schema, self.device, on_gpu)
+        if op_device == "mixed":
+            batches = [b.cpu() for b in batches]
+        in_sigs = [_sig(b) for b in batches]
+        arg_sigs = {k: _sig(b) for k, b in per_sample.items()}
+        pipe_batch = _bucket(n) if (in_sigs or arg_sigs) else n
+        constants = self.constants
+        key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch)
+
+        def build(pipe):
+            nodes = []
+            for i, sig in enumerate(in_sigs):
+                node = fn.external_source(name=f"input{i}", device=sig[3], dtype=sig[0], ndim=sig[1],
+                                          layout=sig[2])
+                if op_device == "gpu" and sig[3] == "cpu":
+                    node = node.gpu()
+                nodes.append(node)
+            args = dict(constants)
+            for k, sig in arg_sigs.items():
+                args[k] = fn.external_source(name=f"arg_{k}", device="cpu", dtype=sig[0], ndim=sig[1],
+                                             layout=sig[2])
+            return _fn_op(info.name)(*nodes, device=op_device, **args)
+
+        feeds = [(f"input{i}", b._tl) for i, b in enumerate(batches)]
+        feeds += [(f"arg_{k}", b._tl) for k, b in per_sample.items()]
+        try:
+            return execute(key, build, feeds, pipe_batch, op_device != "cpu", info.random, self.seed, self.ctx)
+        except _ladle.Error as e:
+            raise _renamed(e, info, batches) from None
+
+
+def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=None):
+    """Runs an operator (an OpInfo) as the current EvalMode says. Returns a
+    Batch, a Tensor or a tuple of them."""
+    public = info.public
+    if not info.lo <= len(inputs) <= info.hi:
+        expected = str(info.lo) if info.lo == info.hi else f"{info.lo} to {info.hi}"
         raise _ladle.InvalidArgumentError(f"{public}: takes {expected} input(s), got {len(inputs)}")
-    for key in kwargs:
-        if key not in specs:
-            valid = ", ".join(specs) or "none"
-            raise _ladle.InvalidArgumentError(f"{public}: unknown argument {key!r}; valid arguments: {valid}")
-
-    batches = [_input_batch(x, public, i) for i, x in enumerate(inputs)]
-
+    specs = info.specs
     constants, per_sample = {}, {}
-    for key, value in kwargs.items():
-        spec = specs[key]
+    batch_valued = False
+    for key, value in (kwargs or {}).items():
+        spec = specs.get(key)
+        if spec is None:
+            raise _ladle.InvalidArgumentError(f"{public}: unknown argument {key!r}; valid arguments: {info.valid}")
         if value is None:
             continue
         # A list argument's constant is itself a list (matrix=[...]): per-sample
         # values are then one list per sample (a list of lists, or an [N, k] array).
-        constant_rank = 1 if spec["type"].startswith("list") else 0
+        rank = 1 if spec["type"].startswith("list") else 0
         is_data = isinstance(value, (Batch, Tensor, TensorList)) or (
             spec["per_sample"] and (isinstance(value, (list, tuple, np.ndarray)) or _is_torch(value))
-            and _ndim(value) > constant_rank)
+            and _ndim(value) > rank)
         if is_data:
             if not spec["per_sample"]:
                 raise _ladle.InvalidArgumentError(f"{public}: argument {key!r} must be a constant; "
                                                   "it cannot be a Batch (per-sample values)")
-            per_sample[key] = _arg_batch(value, public, key, constant_rank)
+            per_sample[key] = (value, rank)
+            batch_valued = batch_valued or not isinstance(value, Tensor)
         else:
             if _is_torch(value):
                 value = _host_array(value)
             if isinstance(value, np.ndarray):
                 value = value.tolist()
             constants[key] = value
-
-    sizes = {len(b) for b in batches} | {len(b) for b in per_sample.values()}
+    for i, x in enumerate(inputs):
+        _check_input(x, public, i)
     if batch_size is not None:
         batch_size = int(batch_size)
         if batch_size < 1:
             raise _ladle.InvalidArgumentError(f"{public}: batch_size must be >= 1, got {batch_size}")
-        sizes.add(batch_size)
-    if len(sizes) > 1:
-        raise _ladle.InvalidArgumentError(f"{public}: the inputs, per-sample arguments and batch_size disagree "
-                                          f"on the number of samples: {sorted(sizes)}")
-    n = sizes.pop() if sizes else 1
+    call = _Call()
+    call.info, call.inputs, call.constants, call.per_sample = info, inputs, constants, per_sample
+    call.batch_size, call.device = batch_size, _normal_device(public, device)
+    call.ctx = EvalContext.current()
+    if info.random:
+        call.seed = _random.resolve(rng, public)._next_seed()  # in program order, whatever runs when
+    else:
+        if rng is not None:
+            raise _ladle.InvalidArgumentError(f"{public}: argument 'rng': this operator draws no random numbers")
+        call.seed = None
     # A single sample in gives a single sample out; a batch in, a batch out.
-    batch_valued = any(not isinstance(kwargs[k], Tensor) for k in per_sample)
     single = batch_size is None and not batch_valued and all(_is_sample_like(x) for x in inputs)
-
-    on_gpu = any(b.device == "gpu" for b in batches)
-    op_device = _resolve_device(public, schema, device, on_gpu)
-    if op_device == "mixed":
-        batches = [b.cpu() for b in batches]
-
-    in_sigs = [_sig(b) for b in batches]
-    arg_sigs = {k: _sig(b) for k, b in per_sample.items()}
-    has_sources = bool(in_sigs or arg_sigs)
-    pipe_batch = _bucket(n) if has_sources else n
-    random = draws_random(op_name)
-    key = (op_name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch)
-
-    def build(pipe):
-        nodes = []
-        for i, sig in enumerate(in_sigs):
-            node = fn.external_source(name=f"input{i}", device=sig[3], dtype=sig[0], ndim=sig[1], layout=sig[2])
-            if op_device == "gpu" and sig[3] == "cpu":
-                node = node.gpu()
-            nodes.append(node)
-        args = dict(constants)
-        for k, sig in arg_sigs.items():
-            args[k] = fn.external_source(name=f"arg_{k}", device="cpu", dtype=sig[0], ndim=sig[1], layout=sig[2])
-        try:
-            out = _fn_op(op_name)(*nodes, device=op_device, **args)
-        except _ladle.Error as e:
-            raise _renamed(e, op_name, public) from None
-        return out
-
-    feeds = [(f"input{i}", b.tensor_list, _feed_layout(s)) for i, (b, s) in enumerate(zip(batches, in_sigs))]
-    feeds += [(f"arg_{k}", b.tensor_list, None) for k, b in per_sample.items()]
-    try:
-        outs = execute(key, build, feeds, pipe_batch, op_device != "cpu", random)
-    except _ladle.Error as e:
-        raise _renamed(e, op_name, public) from None
-    results = tuple(Batch(tl) for tl in outs)
-    if single:
-        results = tuple(r.tensors[0] for r in results)
+    mode = EvalMode.current()
+    if mode is EvalMode.deferred and info.num_outputs >= 1:
+        future = call.ctx._submit(call.run)
+        if single:
+            results = tuple(Tensor._wrap(None, 0, (future, k)) for k in range(info.num_outputs))
+        else:
+            results = tuple(Batch._wrap(None, (future, k)) for k in range(info.num_outputs))
+    else:
+        outs = call.run()
+        if mode is EvalMode.sync_full:
+            _synchronize(outs)
+        results = tuple(Tensor._wrap(tl, 0) if single else Batch._wrap(tl) for tl in outs)
     return results[0] if len(results) == 1 else results
 
 
-def _renamed(e, op_name, public):
-    """The error with the pipeline API's name of the operator replaced by ladle.dynamic's."""
-    text = str(e).replace(f"fn.{op_name}", public)
+def _synchronize(outs):
+    """Waits for the GPU work that wrote `outs` (EvalMode.sync_full)."""
+    if any(tl.device == "gpu" for tl in outs):
+        import torch
+
+        for tl in outs:
+            if tl.device == "gpu" and tl.is_dense_tensor():
+                torch.from_dlpack(tl)  # orders torch's current stream after the batch
+        torch.cuda.current_stream().synchronize()
+
+
+def _renamed(e, info, batches=()):
+    """The error with ladle.dynamic's name of the operator (the pipeline API's
+    fn.<name> replaced, or put in front), the internal pipeline's iteration
+    left out, and the file a failing sample came from when a reader made it."""
+    text = str(e).replace(f"fn.{info.name}", info.public)
+    import re
+
+    text = re.sub(r"sample (\d+) of iteration \d+(?: \(record \d+, epoch \d+, \"[^\"]*\"\))?: (?:\(unnamed\): )?",
+                  r"sample \1: ", text)
+    if info.public not in text:
+        text = f"{info.public}: {text}"
+    m = re.search(r"sample (\d+)", text)
+    if m:
+        origin = _origin_of(batches, int(m.group(1)))
+        if origin:
+            text += f" (the sample came from {origin})"
     try:
         return type(e)(text)
     except Exception:
         return e
 
 
-def to_gpu(b):
-    """A CPU Batch copied to the GPU."""
+def _origin_of(batches, i):
+    """The file sample i of the call's inputs was read from, if a reader made one of them."""
+    for b in batches:
+        origin = getattr(b, "_origins", None)
+        if origin is not None and i < len(b):
+            name = origin(i)
+            if name:
+                return name
+    return None
+
+
+def to_gpu(b, device_id=None):
+    """A CPU Batch copied to the GPU (`device_id`, default the context's)."""
     if not _cuda_built():
         raise _ladle.NotAvailableError("Batch.gpu(): this ladle was built without CUDA")
     sig = _sig(b)
@@ -455,6 +478,9 @@ def to_gpu(b):
     def build(pipe):
         return fn.external_source(name="input0", device="cpu", dtype=sig[0], ndim=sig[1], layout=sig[2]).gpu()
 
-    outs = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b.tensor_list, _feed_layout(sig))],
-                   _bucket(n), True, False)
-    return Batch(outs[0])
+    ctx = EvalContext.current()
+    if device_id is not None and device_id != _gpu_device_id(ctx):
+        ctx = EvalContext(device_id=device_id, thread_pool=ctx.thread_pool)  # a one-off graph on that GPU
+    outs = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b._tl)], _bucket(n), True, False,
+                   ctx=ctx)
+    return Batch._wrap(outs[0])

@@ -37,7 +37,14 @@ class Reader:
     corrupt tar or TFRecord record) as ``Pipeline(on_error="skip")`` does:
     its slot takes the next good sample of the batch, each skip is logged
     (logger "ladle") and ``skipped_samples()`` lists them. Decoding happens in
-    a later call (``ladle.dynamic.decoders.image``), outside the reader."""
+    a later call (``ladle.dynamic.decoders.image``), outside the reader.
+
+    Checkpoints: ``get_state()`` is where the reader is (a dict of plain
+    values: the epoch, the batches or samples of it handed out, the batch
+    size and the seed); after ``set_state(state)`` (on this reader or a new
+    one made with the same arguments) the next ``next_epoch()`` goes on from
+    exactly there, giving the same bytes the original would have given.
+    ``ladle.dynamic.checkpoint.Checkpoint`` collects and saves the states."""
 
     _op_name = None
     _schema = None
@@ -66,17 +73,17 @@ class Reader:
         self._epoch = 0
         self._meta = None
         self._keys = None  # output names, for readers whose fn function returns a dict
+        self._current = None  # the epoch being handed out, or None between epochs
+        self._given = 0  # items (batches, or samples in sample mode) of it handed out
+        self._resume = None  # (epoch, items) that the next next_epoch() starts from (set_state)
 
     @classmethod
     def _public_name(cls):
         return f"readers.{cls.__name__}"
 
     def _open(self, batch_size):
-        try:
-            pipe = Pipeline(batch_size=batch_size, device_id=None, seed=self._seed, prefetch_queue_depth=2,
-                            thread_pool=_exec.thread_pool(), **self._errors)
-        except _ladle.Error as e:
-            raise _exec._renamed(e, self._op_name, self._public) from None
+        pipe = Pipeline(batch_size=batch_size, device_id=None, seed=self._seed, prefetch_queue_depth=2,
+                        thread_pool=_exec.thread_pool(), **self._errors)
         try:
             with pipe:
                 # pad_last_batch makes every epoch end on a batch boundary; the
@@ -91,7 +98,7 @@ class Reader:
             self._meta = pipe.reader_meta(_NAME)
         except _ladle.Error as e:
             pipe.close()
-            raise _exec._renamed(e, self._op_name, self._public) from None
+            raise _exec._renamed(e, _exec.OpInfo(self._schema, self._public)) from None
         except BaseException:
             pipe.close()
             raise
@@ -120,9 +127,49 @@ class Reader:
         self.epoch_size
         return dict(self._meta)
 
-    def next_epoch(self, batch_size=None):
+    def get_metadata(self):
+        """DALI's name of meta()."""
+        return self.meta()
+
+    def get_state(self):
+        """The reader's position (a JSON-serialisable dict); see set_state."""
+        epoch, given = (self._current, self._given) if self._current is not None else (self._epoch, 0)
+        if self._resume is not None and self._current is None:
+            epoch, given = self._resume
+        return {"reader": self._op_name, "epoch": epoch, "given": given, "batch_size": self._batch_size,
+                "sample_mode": self._sample_mode, "seed": self._seed}
+
+    def set_state(self, state):
+        """Makes the next next_epoch() continue from `state` (get_state's
+        dict, or its JSON text). The epoch in progress, if any, is left."""
+        if isinstance(state, str):
+            import json
+
+            state = json.loads(state)
+        try:
+            reader, epoch, given = state["reader"], int(state["epoch"]), int(state["given"])
+            size, sample_mode, seed = state["batch_size"], state["sample_mode"], int(state["seed"])
+        except (KeyError, TypeError, ValueError):
+            raise _ladle.InvalidArgumentError(f"{self._public}: set_state: not a reader state: {state!r}") from None
+        if reader != self._op_name:
+            raise _ladle.InvalidArgumentError(f"{self._public}: set_state: the state is of {reader}, "
+                                              f"not {self._op_name}")
+        if seed != self._seed or (size is not None and size != self._batch_size):
+            self.close()
+            self._seed, self._meta = seed, None
+            if size is not None:
+                self._open(int(size))
+        self._sample_mode = sample_mode
+        self._epoch, self._current, self._given = epoch, None, 0
+        self._resume = (epoch, given)
+
+    def next_epoch(self, batch_size=None, ctx=None):
         """An iterator over the next epoch: tuples of Batches (or of Tensors
-        without batch_size)."""
+        without batch_size). `ctx`: the EvalContext whose thread pool a new
+        reader pipeline uses (DALI's argument)."""
+        if ctx is not None:
+            with ctx:
+                return self.next_epoch(batch_size)
         sample_mode = batch_size is None
         if self._sample_mode is not None and sample_mode != self._sample_mode:
             raise _ladle.InvalidArgumentError(
@@ -141,28 +188,55 @@ class Reader:
                 f"{self._public}: next_epoch: the batch size is {self._batch_size} since the first epoch; "
                 f"got {size}")
         self._sample_mode = sample_mode
-        epoch = self._epoch
-        self._epoch += 1
-        return self._iterate(epoch)
+        epoch, skip = self._epoch, 0
+        if self._resume is not None:
+            epoch, skip = self._resume
+            self._resume = None
+        self._epoch = epoch + 1
+        self._current, self._given = epoch, skip
+        return self._iterate(epoch, skip)
 
-    def _iterate(self, epoch):
+    def _iterate(self, epoch, skip):
+        """Epoch `epoch` from its item `skip` on (items: batches, or samples in sample mode)."""
         real, batches = self._shard_samples(epoch)
-        start = epoch * batches
+        per = self._batch_size if self._sample_mode else 1
+        first = skip // per
+        start = epoch * batches + first
         if self._pipe.get_position() != start:
             self._pipe.set_position(start)
-        left = real
-        for _ in range(batches):
-            outs = [Batch(tl) for tl in self._pipe.run()]
+        left = real - first * self._batch_size
+        drop = skip - first * per  # samples of the first batch handed out before (sample mode)
+        for step in range(first, batches):
+            outs = [Batch._wrap(tl) for tl in self._pipe.run()]
             take = len(outs[0]) if self._pad else min(left, len(outs[0]))
             left -= take
             if take <= 0:
                 continue
             outs = tuple(b._take(take) for b in outs)
+            for b in outs:
+                b._origins = self._origin_function(epoch, step)
             if self._sample_mode:
-                for i in range(take):
+                for i in range(drop, take):
+                    self._given += 1
                     yield self._shaped(tuple(b.tensors[i] for b in outs))
+                drop = 0
             else:
+                self._given += 1
                 yield self._shaped(outs)
+        if self._current == epoch:
+            self._current = None
+
+    def _origin_function(self, epoch, step):
+        """i -> the file sample i of batch `step` of `epoch` was read from (None when unknown)."""
+        records = self._pipe._handle().last_records() if hasattr(self._pipe._handle(), "last_records") else None
+        if not records:
+            return None
+        handle = self._pipe._handle()
+
+        def origin(i):
+            return handle.record_name("Reader", records[i]) if i < len(records) else None
+
+        return origin
 
     def _shaped(self, outs):
         """A tuple of outputs, or a dict when the reader names its outputs."""

@@ -276,7 +276,6 @@ static ladle_status cmn_run(ladle__node *n, ladle__sample *s) {
 }
 
 #ifdef LADLE_HAVE_CUDA
-#include "ops/geometry/resize.h"
 #include "ops/kernels/gpu_kernels.h"
 
 static sample_state *state_of(const ladle__node *n, int i) {
@@ -329,36 +328,7 @@ static ladle_status crop_flip_run_batch(ladle__node *n, ladle__gpu *g, int is_fl
 static ladle_status crop_run_batch(ladle__node *n, ladle__gpu *g) { return crop_flip_run_batch(n, g, 0); }
 static ladle_status flip_run_batch(ladle__node *n, ladle__gpu *g) { return crop_flip_run_batch(n, g, 1); }
 
-/* crop_mirror_normalize with the resize before it in one kernel (plan.c). */
-static ladle_status fused_run_batch(ladle__node *n, ladle__gpu *g) {
-  const crop_state *c = n->state;
-  ladle__node *r = n->fused_from;
-  int batch = n->config->batch_size;
-  ladle__gpu_resize_desc *d = NULL;
-  ladle__cmn_params *p = NULL;
-  size_t desc_bytes = (sizeof *d * (size_t)batch + 63) & ~(size_t)63;
-  ladle_status st = descriptors(n, desc_bytes + sizeof *p * (size_t)batch, (void **)&d);
-  if (st == LADLE_OK) {
-    p = (ladle__cmn_params *)((uint8_t *)d + desc_bytes);
-    ladle__resize_gpu_descs(r, n->out_batches[0], d);
-    for (int i = 0; i < batch; i++) {
-      const sample_state *win = state_of(n, i);
-      ladle__sample s = {.slot = i};
-      p[i] = c->cmn;
-      p[i].x0 = win->x0, p[i].y0 = win->y0, p[i].w = win->w, p[i].h = win->h;
-      p[i].channels = d[i].channels;
-      p[i].mirror = ladle__arg_int(n, &s, ARG_MIRROR) != 0;
-    }
-    void *host = NULL, *dev = NULL;
-    size_t bytes = ladle__gpu_resize_param_bytes(d, batch);
-    st = ladle__gpu_params(g, bytes, &host, &dev);
-    if (st == LADLE_OK) st = ladle__gpu_fused(d, p, batch, host, dev, bytes, g->stream);
-  }
-  return st;
-}
-
 static ladle_status cmn_run_batch(ladle__node *n, ladle__gpu *g) {
-  if (n->fused_from) return fused_run_batch(n, g);
   const crop_state *c = n->state;
   int batch = n->config->batch_size;
   ladle__gpu_cmn_desc *d = NULL;
@@ -378,10 +348,25 @@ static ladle_status cmn_run_batch(ladle__node *n, ladle__gpu *g) {
   if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
   return st == LADLE_OK ? ladle__gpu_crop_mirror_normalize(d, batch, host, dev, bytes, g->stream) : st;
 }
+/* As the epilogue of the kernel before it (a resize's: plan.c): the window
+ * and mirror of sample `slot`, with the constant part. */
+static ladle_status cmn_epilogue_params(ladle__node *n, int slot, void *params) {
+  const crop_state *c = n->state;
+  const sample_state *win = state_of(n, slot);
+  ladle__sample s = {.slot = slot};
+  ladle__cmn_params *p = params;
+  *p = c->cmn;
+  p->x0 = win->x0, p->y0 = win->y0, p->w = win->w, p->h = win->h;
+  p->channels = (int)ladle_batch_shape(n->in_batches[0], slot)[2];
+  p->mirror = ladle__arg_int(n, &s, ARG_MIRROR) != 0;
+  return LADLE_OK;
+}
+#define CMN_EPILOGUE_PARAMS cmn_epilogue_params
 #define CROP_RUN_BATCH crop_run_batch
 #define FLIP_RUN_BATCH flip_run_batch
 #define CMN_RUN_BATCH cmn_run_batch
 #else
+#define CMN_EPILOGUE_PARAMS NULL
 #define CROP_RUN_BATCH NULL
 #define FLIP_RUN_BATCH NULL
 #define CMN_RUN_BATCH NULL
@@ -418,7 +403,7 @@ const ladle__op_def ladle__op_crop_mirror_normalize = {
                .doc = "Crops, mirrors, normalizes ((in - mean) / std * scale + shift), casts and lays out uint8 HWC "
                       "images in one pass.",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-               .devices = LADLE_ON_CPU_GPU,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_EPILOGUE,
                .num_args = ARG_CMN_COUNT, .args = cmn_args},
     .sample_state_size = sizeof(sample_state),
     .init = cmn_init,
@@ -426,4 +411,6 @@ const ladle__op_def ladle__op_crop_mirror_normalize = {
     .setup = cmn_setup,
     .run = cmn_run,
     .run_batch = CMN_RUN_BATCH,
+    .epilogue = LADLE__EPILOGUE_CMN,
+    .epilogue_params = CMN_EPILOGUE_PARAMS,
 };

@@ -8,7 +8,6 @@
 #include "ops/geometry/resize_kernel.h"
 #include "ops/op.h"
 #include "ops/image/random_crop.h"
-#include "ops/geometry/resize.h"
 #include "ops/geometry/resize_params.h"
 
 enum {
@@ -189,7 +188,10 @@ static void resize_fini(ladle__node *n) {
   free(n->state);
 }
 
-int ladle__resize_fixed_size(const ladle__node *n, int *width, int *height) {
+/* The output size when it is the same for every sample (resize_x and
+ * resize_y, or both entries of size, constant, mode default or stretch, no
+ * max_size). */
+static int resize_fixed_size(const ladle__node *n, int *width, int *height) {
   const resize_state *r = n->state;
   if (r->rrc || r->roi || r->size.max_w > 0 || r->size.max_h > 0) return 0;
   if (r->size.mode != LADLE__RESIZE_DEFAULT && r->size.mode != LADLE__RESIZE_STRETCH) return 0;
@@ -296,7 +298,9 @@ static sample_state *state_of(const ladle__node *n, int i) {
   return (sample_state *)(n->sample_states + (size_t)i * sizeof(sample_state));
 }
 
-void ladle__resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle__gpu_resize_desc *d) {
+/* The GPU descriptors of the node's samples (tables planned in its setup),
+ * writing to `out`'s samples. */
+static void resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle__gpu_resize_desc *d) {
   for (int i = 0; i < r->config->batch_size; i++) {
     sample_state *ss = state_of(r, i);
     const int64_t *shape = ladle_batch_shape(r->in_batches[0], i);
@@ -313,16 +317,48 @@ static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
   /* run_batch runs between parallel passes: worker 0's scratch is free. */
   ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch, (void **)&d);
   if (st == LADLE_OK) {
-    ladle__resize_gpu_descs(n, n->out_batches[0], d);
+    resize_gpu_descs(n, n->out_batches[0], d);
     size_t bytes = ladle__gpu_resize_param_bytes(d, batch);
     st = ladle__gpu_params(g, bytes, &host, &dev);
     if (st == LADLE_OK) st = ladle__gpu_resize(d, batch, n->in[0].dtype, host, dev, bytes, g->stream);
   }
   return st;
 }
+/* The fused kernel takes crop_mirror_normalize (and only it) of uint8 images
+ * as an epilogue: it rounds the resized pixels to uint8 exactly where this
+ * node would have stored them, so the result is the same bytes. */
+static int resize_accepts_epilogue(const ladle__node *n, const ladle__node *consumer) {
+  return consumer->def->epilogue == LADLE__EPILOGUE_CMN && n->in[0].dtype == LADLE_UINT8;
+}
+
+/* resize and the epilogue after it in one kernel that reads each input pixel
+ * once and writes the consumer's output once. */
+static ladle_status resize_run_batch_epilogue(ladle__node *n, ladle__node *consumer, ladle__gpu *g) {
+  int batch = n->config->batch_size;
+  ladle__gpu_resize_desc *d = NULL;
+  ladle__cmn_params *p = NULL;
+  size_t desc_bytes = (sizeof *d * (size_t)batch + 63) & ~(size_t)63;
+  /* run_batch_epilogue runs between parallel passes: worker 0's scratch is free. */
+  ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, desc_bytes + sizeof *p * (size_t)batch,
+                                   (void **)&d);
+  if (st == LADLE_OK) {
+    p = (ladle__cmn_params *)((uint8_t *)d + desc_bytes);
+    resize_gpu_descs(n, consumer->out_batches[0], d);
+    for (int i = 0; st == LADLE_OK && i < batch; i++) st = consumer->def->epilogue_params(consumer, i, &p[i]);
+  }
+  if (st == LADLE_OK) {
+    void *host = NULL, *dev = NULL;
+    size_t bytes = ladle__gpu_resize_param_bytes(d, batch);
+    st = ladle__gpu_params(g, bytes, &host, &dev);
+    if (st == LADLE_OK) st = ladle__gpu_fused(d, p, batch, host, dev, bytes, g->stream);
+  }
+  return st;
+}
 #define RESIZE_RUN_BATCH resize_run_batch
+#define RESIZE_FUSION .accepts_epilogue = resize_accepts_epilogue, .run_batch_epilogue = resize_run_batch_epilogue
 #else
 #define RESIZE_RUN_BATCH NULL
+#define RESIZE_FUSION .accepts_epilogue = NULL
 #endif
 
 const ladle__op_def ladle__op_resize = {
@@ -331,7 +367,7 @@ const ladle__op_def ladle__op_resize = {
                       "resize_y / size / resize_shorter / resize_longer / mode / max_size rules, subpixel_scale and "
                       "roi_start/roi_end; the arithmetic is DALI 2.4's CPU resize by default (resampling).",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-               .devices = LADLE_ON_CPU_GPU,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_ACCEPTS_EPILOGUE,
                .num_args = ARG_RESIZE_COUNT, .args = resize_args},
     .sample_state_size = sizeof(sample_state),
     .init = resize_init,
@@ -339,6 +375,8 @@ const ladle__op_def ladle__op_resize = {
     .setup = resize_setup,
     .run = resize_run,
     .run_batch = RESIZE_RUN_BATCH,
+    RESIZE_FUSION,
+    .fixed_output_size = resize_fixed_size,
 };
 
 const ladle__op_def ladle__op_random_resized_crop = {
@@ -346,7 +384,7 @@ const ladle__op_def ladle__op_random_resized_crop = {
                .doc = "Crops a random window (random_area, random_aspect_ratio) and resizes it to `size`, in one "
                       "pass.",
                .min_inputs = 1, .max_inputs = 1, .num_outputs = 1,
-               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_RANDOM,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_RANDOM | LADLE_OP_ACCEPTS_EPILOGUE,
                .num_args = ARG_RRC_COUNT, .args = rrc_args},
     .sample_state_size = sizeof(sample_state),
     .init = rrc_init,
@@ -354,4 +392,5 @@ const ladle__op_def ladle__op_random_resized_crop = {
     .setup = resize_setup,
     .run = resize_run,
     .run_batch = RESIZE_RUN_BATCH,
+    RESIZE_FUSION,
 };

@@ -1,4 +1,4 @@
-/* warp_affine and rotate: affine warps of HWC images (uint8 or float32) with
+/* warp_affine and rotate: affine warps of HWC images (uint8, int16, int32 or float32) with
  * DALI's mapping, pixel centres, borders and rounding (warp_kernel.h). */
 #include <math.h>
 #include <stdlib.h>
@@ -50,14 +50,18 @@ static const ladle_arg_schema rotate_args[ARG_ROTATE_COUNT] = {
 };
 
 typedef struct warp_state {
-  int out_f32, in_f32, linear, use_fill;
+  int out_type, in_type, linear, use_fill;
   double fill;
   int matrix_input; /* warp_affine: the matrix is input 1 */
 } warp_state;
 
 static void state_fini(ladle__node *n) { free(n->state); }
 
-static int dtype_f32(ladle_dtype t) { return t == LADLE_FLOAT32; }
+/* The kernel's element type of a dtype, or -1 (warp_kernel.h). */
+static int warp_type(ladle_dtype t) {
+  return t == LADLE_UINT8 ? LADLE__WARP_U8 : t == LADLE_FLOAT32 ? LADLE__WARP_F32 : t == LADLE_INT32 ? LADLE__WARP_I32
+         : t == LADLE_INT16 ? LADLE__WARP_I16 : -1;
+}
 
 static ladle_status warp_common_init(ladle__node *n) {
   const ladle__out_desc *in = &n->in[0];
@@ -66,16 +70,17 @@ static ladle_status warp_common_init(ladle__node *n) {
                          in->ndim);
   if (in->layout[0] && strcmp(in->layout, "HWC") != 0)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "the input layout must be HWC, got \"%s\"", in->layout);
-  if (in->dtype != LADLE_UINT8 && in->dtype != LADLE_FLOAT32)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "the input must be uint8 or float32 images, got %s",
+  if (warp_type(in->dtype) < 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "the input must be uint8, int16, int32 or float32 images, got %s",
                          ladle_dtype_name(in->dtype));
   if (ladle__arg_given(n, ARG_DTYPE) && ladle__arg_given(n, ARG_OUTPUT_DTYPE))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give 'dtype' or its old name 'output_dtype', not both");
   ladle_dtype out = in->dtype;
   if (ladle__arg_given(n, ARG_DTYPE)) out = (ladle_dtype)ladle__arg_int(n, NULL, ARG_DTYPE);
   if (ladle__arg_given(n, ARG_OUTPUT_DTYPE)) out = (ladle_dtype)ladle__arg_int(n, NULL, ARG_OUTPUT_DTYPE);
-  if (out != LADLE_UINT8 && out != LADLE_FLOAT32)
-    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "argument 'dtype': %s output is not supported (UINT8 or FLOAT)",
+  if (warp_type(out) < 0)
+    return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED,
+                         "argument 'dtype': %s output is not supported (UINT8, INT16, INT32 or FLOAT)",
                          ladle_dtype_name(out));
   if (ladle__arg_given(n, ARG_SIZE) && n->args[ARG_SIZE].source < 0) {
     const ladle_value *v = ladle__arg_value(n, ARG_SIZE);
@@ -90,8 +95,8 @@ static ladle_status warp_common_init(ladle__node *n) {
   warp_state *w = calloc(1, sizeof *w);
   if (!w) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
   n->state = w;
-  w->in_f32 = dtype_f32(in->dtype);
-  w->out_f32 = dtype_f32(out);
+  w->in_type = warp_type(in->dtype);
+  w->out_type = warp_type(out);
   w->linear = ladle__arg_choice(n, ARG_INTERP_TYPE) == 1;
   w->use_fill = ladle__arg_given(n, ARG_FILL_VALUE);
   w->fill = w->use_fill ? ladle__arg_float(n, NULL, ARG_FILL_VALUE) : 0;
@@ -126,8 +131,8 @@ static void sample_common(ladle__node *n, ladle__sample *s, ladle__warp_params *
   p->channels = (int)in.shape[2];
   p->out_h = out_h;
   p->out_w = out_w;
-  p->in_f32 = w->in_f32;
-  p->out_f32 = w->out_f32;
+  p->in_type = w->in_type;
+  p->out_type = w->out_type;
   p->linear = w->linear;
   p->use_fill = w->use_fill;
   ladle__warp_fill(p, w->fill);

@@ -15,10 +15,8 @@
 #include "ops/geometry/warp_sample.h"
 
 void ladle__warp_fill(ladle__warp_params *p, double fill) {
-  float f = (float)fill, r = roundf(f), u8 = r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f;
-  p->fill_out = p->out_f32 ? f : u8;
-  r = roundf(p->fill_out);
-  p->fill_in = p->in_f32 ? p->fill_out : r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f;
+  p->fill_out = warp_convert((float)fill, p->out_type);
+  p->fill_in = warp_convert(p->fill_out, p->in_type);
 }
 
 void ladle__warp_affine(void *out, const void *in, const ladle__warp_params *p) {

@@ -26,13 +26,16 @@ extern "C" {
  *           v = s0 + (s1 - s0) * qy   (DALI's bilinear sampler).
  * A tap outside the input is the nearest border pixel (use_fill 0) or
  * fill_in (use_fill 1); an NN pixel outside takes fill_out. The value is
- * then converted to the output type: uint8 rounds half away from zero and
- * saturates (DALI's ConvertSat on the CPU); float32 is kept as is.
+ * then converted to the output type: the integer types round half away from
+ * zero and saturate (DALI's ConvertSat on the CPU); float32 is kept as is.
+ * NN between equal types copies the element (bit-exact for int32 labels
+ * beyond float's 24 bits).
  */
+enum { LADLE__WARP_U8 = 0, LADLE__WARP_F32 = 1, LADLE__WARP_I32 = 2, LADLE__WARP_I16 = 3 };
 typedef struct ladle__warp_params {
   float m[6];
   int in_h, in_w, out_h, out_w, channels;
-  int in_f32, out_f32; /* element types: 0 uint8, 1 float32 */
+  int in_type, out_type; /* element types: LADLE__WARP_* */
   int linear;          /* 0 NN, 1 LINEAR */
   int use_fill;
   float fill_out;      /* fill_value converted to the output type */

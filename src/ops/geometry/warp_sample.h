@@ -28,16 +28,37 @@ WARP_FN int warp_floor(float v) {
   return (int)floorf(v);
 }
 
-WARP_FN float warp_load(const void *in, size_t i, int in_f32) {
-  return in_f32 ? ((const float *)in)[i] : (float)((const uint8_t *)in)[i];
+WARP_FN int warp_elem_size(int type) { return type == LADLE__WARP_U8 ? 1 : type == LADLE__WARP_I16 ? 2 : 4; }
+
+WARP_FN float warp_load(const void *in, size_t i, int type) {
+  switch (type) {
+    case LADLE__WARP_F32: return ((const float *)in)[i];
+    case LADLE__WARP_I32: return (float)((const int32_t *)in)[i];
+    case LADLE__WARP_I16: return (float)((const int16_t *)in)[i];
+    default: return (float)((const uint8_t *)in)[i];
+  }
 }
 
-WARP_FN void warp_store(void *out, size_t i, int out_f32, float v) {
-  if (out_f32) {
-    ((float *)out)[i] = v;
-  } else {
-    float r = roundf(v);
-    ((uint8_t *)out)[i] = (uint8_t)(r >= 255.0f ? 255.0f : r > 0.0f ? r : 0.0f);
+/* v in the value range of `type`: rounded half away from zero and saturated
+ * for the integer types (NaN goes to the low end), as is for float32. */
+WARP_FN float warp_convert(float v, int type) {
+  if (type == LADLE__WARP_F32) return v;
+  float lo = type == LADLE__WARP_U8 ? 0.0f : type == LADLE__WARP_I16 ? -32768.0f : -2147483648.0f;
+  float hi = type == LADLE__WARP_U8 ? 255.0f : type == LADLE__WARP_I16 ? 32767.0f : 2147483520.0f;
+  float r = roundf(v);
+  return r >= hi ? hi : r > lo ? r : lo;
+}
+
+WARP_FN void warp_store(void *out, size_t i, int type, float v) {
+  switch (type) {
+    case LADLE__WARP_F32: ((float *)out)[i] = v; break;
+    case LADLE__WARP_I32: {
+      float r = roundf(v); /* 2^31 is not an int32: saturate before converting */
+      ((int32_t *)out)[i] = r >= 2147483648.0f ? 2147483647 : r > -2147483648.0f ? (int32_t)r : (int32_t)(-2147483647 - 1);
+      break;
+    }
+    case LADLE__WARP_I16: ((int16_t *)out)[i] = (int16_t)warp_convert(v, type); break;
+    default: ((uint8_t *)out)[i] = (uint8_t)warp_convert(v, type); break;
   }
 }
 
@@ -48,7 +69,7 @@ WARP_FN float warp_tap(const void *in, const ladle__warp_params *p, int x, int y
     x = x < 0 ? 0 : x >= p->in_w ? p->in_w - 1 : x;
     y = y < 0 ? 0 : y >= p->in_h ? p->in_h - 1 : y;
   }
-  return warp_load(in, ((size_t)y * (size_t)p->in_w + (size_t)x) * (size_t)p->channels + (size_t)c, p->in_f32);
+  return warp_load(in, ((size_t)y * (size_t)p->in_w + (size_t)x) * (size_t)p->channels + (size_t)c, p->in_type);
 }
 
 /* Output pixel (x, y), all channels. */
@@ -62,8 +83,17 @@ WARP_FN void warp_pixel(void *out, const void *in, const ladle__warp_params *p, 
   if (!p->linear) {
     int xi = warp_floor(sx), yi = warp_floor(sy);
     int outside = xi < 0 || yi < 0 || xi >= p->in_w || yi >= p->in_h;
+    if (p->in_type == p->out_type && !(outside && p->use_fill)) { /* the element itself */
+      xi = xi < 0 ? 0 : xi >= p->in_w ? p->in_w - 1 : xi;
+      yi = yi < 0 ? 0 : yi >= p->in_h ? p->in_h - 1 : yi;
+      int es = warp_elem_size(p->in_type);
+      const uint8_t *src = (const uint8_t *)in + ((size_t)yi * (size_t)p->in_w + (size_t)xi) * (size_t)C * (size_t)es;
+      uint8_t *dst = (uint8_t *)out + o * (size_t)es;
+      for (int b = 0; b < C * es; b++) dst[b] = src[b];
+      return;
+    }
     for (int c = 0; c < C; c++)
-      warp_store(out, o + (size_t)c, p->out_f32, outside && p->use_fill ? p->fill_out : warp_tap(in, p, xi, yi, c));
+      warp_store(out, o + (size_t)c, p->out_type, outside && p->use_fill ? p->fill_out : warp_tap(in, p, xi, yi, c));
     return;
   }
   sx = WARP_SUB(sx, 0.5f);
@@ -76,7 +106,7 @@ WARP_FN void warp_pixel(void *out, const void *in, const ladle__warp_params *p, 
     float s10 = warp_tap(in, p, x0, y0 + 1, c), s11 = warp_tap(in, p, x0 + 1, y0 + 1, c);
     float s0 = WARP_ADD(WARP_MUL(s00, px), WARP_MUL(s01, qx));
     float s1 = WARP_ADD(WARP_MUL(s10, px), WARP_MUL(s11, qx));
-    warp_store(out, o + (size_t)c, p->out_f32, WARP_ADD(s0, WARP_MUL(WARP_SUB(s1, s0), qy)));
+    warp_store(out, o + (size_t)c, p->out_type, WARP_ADD(s0, WARP_MUL(WARP_SUB(s1, s0), qy)));
   }
 }
 

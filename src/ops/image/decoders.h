@@ -8,10 +8,19 @@
 #include "ops/op.h"
 #include "ops/image/random_crop.h"
 
+/* Which part of the image a decoder keeps. */
+typedef enum ladle__decoder_window {
+  LADLE__DECODER_WHOLE,       /* decoders.image */
+  LADLE__DECODER_RANDOM_CROP, /* decoders.image_random_crop */
+  LADLE__DECODER_CROP,        /* decoders.image_crop */
+  LADLE__DECODER_SLICE        /* decoders.image_slice */
+} ladle__decoder_window;
+
 typedef struct ladle__decoder_state {
   ladle__color color;
   int apply_orientation;
-  int random_crop;
+  ladle__decoder_window window;
+  int axes[LADLE_MAX_NDIM], num_axes; /* image_slice: the sliced axes of HWC (0 or 1) */
   ladle__random_crop_params crop;
   int min_width, min_height; /* 0: decode at full resolution */
   double gpu_share;          /* mixed: hw_decoder_load */
@@ -37,5 +46,7 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g);
 
 extern const ladle__op_def ladle__op_decoders_image;
 extern const ladle__op_def ladle__op_decoders_image_random_crop;
+extern const ladle__op_def ladle__op_decoders_image_crop;
+extern const ladle__op_def ladle__op_decoders_image_slice;
 
 #endif

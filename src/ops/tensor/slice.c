@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "ops/tensor/slice.h"
 #include "ops/tensor/tensor_args.h"
 
 enum {
@@ -41,21 +42,17 @@ typedef struct slice_sample {
   int64_t start[LADLE_MAX_NDIM], shape[LADLE_MAX_NDIM];
 } slice_sample;
 
-static ladle_status slice_init(ladle__node *n) {
-  int axes[LADLE_TENSOR_MAX_LIST], count = -1, ndim = n->in[0].ndim;
-  const char *layout = n->in[0].layout;
-  int by_names = !ladle__arg_given(n, SL_AXES) && (layout[0] || ladle__arg_given(n, SL_AXIS_NAMES));
-  ladle_status st = ladle__tensor_axes(n, NULL, by_names ? -1 : SL_AXES, by_names ? SL_AXIS_NAMES : -1, ndim, layout, 1,
-                                       axes, &count);
-  if (st != LADLE_OK) return st;
-  if (count < 0) count = 0;
+static const ladle__slice_arg_ids slice_ids = {SL_START, SL_REL_START, SL_END, SL_REL_END,
+                                               SL_SHAPE, SL_REL_SHAPE, SL_NORM_ANCHOR, SL_NORM_SHAPE};
+
+ladle_status ladle__slice_check(const ladle__node *n, const ladle__slice_arg_ids *ids) {
   if (n->num_inputs == 2)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give both inputs anchor and shape, or neither");
   for (int k = 1; k < n->num_inputs; k++)
     if (n->in[k].dtype == LADLE_FLOAT16 || n->in[k].ndim > 1)
       return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "input %d (%s) must be numbers of one dimension", k,
                            k == 1 ? "anchor" : "shape");
-  const int given[] = {SL_START, SL_REL_START, SL_END, SL_REL_END, SL_SHAPE, SL_REL_SHAPE};
+  const int given[] = {ids->start, ids->rel_start, ids->end, ids->rel_end, ids->shape, ids->rel_shape};
   int starts = 0, ends = 0;
   for (int k = 0; k < 6; k++) *(k < 2 ? &starts : &ends) += ladle__arg_given(n, given[k]);
   if (starts > 1) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give one of 'start' and 'rel_start'");
@@ -64,6 +61,18 @@ static ladle_status slice_init(ladle__node *n) {
   if (n->num_inputs == 3 && starts + ends)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the slice is given by inputs anchor and shape: no 'start', "
                          "'end' or 'shape' arguments");
+  return LADLE_OK;
+}
+
+static ladle_status slice_init(ladle__node *n) {
+  int axes[LADLE_TENSOR_MAX_LIST], count = -1, ndim = n->in[0].ndim;
+  const char *layout = n->in[0].layout;
+  int by_names = !ladle__arg_given(n, SL_AXES) && (layout[0] || ladle__arg_given(n, SL_AXIS_NAMES));
+  ladle_status st = ladle__tensor_axes(n, NULL, by_names ? -1 : SL_AXES, by_names ? SL_AXIS_NAMES : -1, ndim, layout, 1,
+                                       axes, &count);
+  if (st != LADLE_OK) return st;
+  if (count < 0) count = 0;
+  if ((st = ladle__slice_check(n, &slice_ids)) != LADLE_OK) return st;
   slice_node *sn = calloc(1, sizeof *sn);
   if (!sn) return LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
   n->state = sn;
@@ -105,19 +114,26 @@ static int input_values(const ladle__node *n, const ladle__sample *s, int k, dou
   return (int)(count > LADLE_TENSOR_MAX_LIST ? LADLE_TENSOR_MAX_LIST + 1 : count);
 }
 
-static ladle_status slice_setup(ladle__node *n, ladle__sample *s) {
-  const slice_node *sn = n->state;
-  slice_sample *ss = s->state;
-  ladle__tensor in = ladle__input(n, s, 0);
+/* Integer inputs hold element counts whatever normalized_anchor/_shape say. */
+static int input_is_float(const ladle__node *n, int k) {
+  ladle_dtype t = n->in[k].dtype;
+  return t == LADLE_FLOAT32 || t == LADLE_FLOAT64 || t == LADLE_FLOAT16;
+}
+
+ladle_status ladle__slice_bounds(const ladle__node *n, const ladle__sample *s, const ladle__slice_arg_ids *ids,
+                                 const int *axes, int count, const int64_t *extents, int64_t *start_out,
+                                 int64_t *end_out) {
   double a[LADLE_TENSOR_MAX_LIST], b[LADLE_TENSOR_MAX_LIST];
   /* The start values, the end-or-shape values, and how to read them. */
   int na = -1, nb = -1, a_rel = 0, b_rel = 0, b_is_end = 0;
   const char *a_name = "start", *b_name = "shape";
   if (n->num_inputs == 3) {
-    na = input_values(n, s, 1, a), a_rel = (int)ladle__arg_int(n, NULL, SL_NORM_ANCHOR), a_name = "input 1 (anchor)";
-    nb = input_values(n, s, 2, b), b_rel = (int)ladle__arg_int(n, NULL, SL_NORM_SHAPE), b_name = "input 2 (shape)";
+    na = input_values(n, s, 1, a), a_name = "input 1 (anchor)";
+    a_rel = input_is_float(n, 1) && ladle__arg_int(n, NULL, ids->normalized_anchor);
+    nb = input_values(n, s, 2, b), b_name = "input 2 (shape)";
+    b_rel = input_is_float(n, 2) && ladle__arg_int(n, NULL, ids->normalized_shape);
   } else {
-    const int starts[] = {SL_START, SL_REL_START}, ends[] = {SL_END, SL_REL_END, SL_SHAPE, SL_REL_SHAPE};
+    const int starts[] = {ids->start, ids->rel_start}, ends[] = {ids->end, ids->rel_end, ids->shape, ids->rel_shape};
     for (int k = 0; k < 2 && na == -1; k++)
       if ((na = ladle__tensor_list(n, s, starts[k], a, LADLE_TENSOR_MAX_LIST)) != -1)
         a_rel = k == 1, a_name = n->def->schema.args[starts[k]].name;
@@ -126,21 +142,34 @@ static ladle_status slice_setup(ladle__node *n, ladle__sample *s) {
         b_rel = k % 2, b_is_end = k < 2, b_name = n->def->schema.args[ends[k]].name;
   }
   if (na == -2 || nb == -2) return LADLE_ERROR_INVALID_ARGUMENT;
-  if ((na >= 0 && na != sn->count) || (nb >= 0 && nb != sn->count))
+  if ((na >= 0 && na != count) || (nb >= 0 && nb != count))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "%s has %d values for %d sliced axes",
-                         na >= 0 && na != sn->count ? a_name : b_name, na >= 0 && na != sn->count ? na : nb, sn->count);
+                         na >= 0 && na != count ? a_name : b_name, na >= 0 && na != count ? na : nb, count);
+  for (int k = 0; k < count; k++) {
+    double extent = (double)extents[axes[k]];
+    double lo = na >= 0 ? (a_rel ? a[k] * extent : a[k]) : 0;
+    double hi = nb < 0 ? extent : b_is_end ? (b_rel ? b[k] * extent : b[k]) : lo + (b_rel ? b[k] * extent : b[k]);
+    start_out[k] = (int64_t)llround(lo), end_out[k] = (int64_t)llround(hi);
+    if (end_out[k] < start_out[k])
+      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "%s gives a negative extent in axis %d (start %lld, end %lld)",
+                           b_name, axes[k], (long long)start_out[k], (long long)end_out[k]);
+  }
+  return LADLE_OK;
+}
+
+static ladle_status slice_setup(ladle__node *n, ladle__sample *s) {
+  const slice_node *sn = n->state;
+  slice_sample *ss = s->state;
+  ladle__tensor in = ladle__input(n, s, 0);
+  int64_t starts[LADLE_MAX_NDIM], ends[LADLE_MAX_NDIM];
+  ladle_status st = ladle__slice_bounds(n, s, &slice_ids, sn->axes, sn->count, in.shape, starts, ends);
+  if (st != LADLE_OK) return st;
   int policy = ladle__arg_choice(n, SL_POLICY);
   int64_t out[LADLE_MAX_NDIM];
   for (int d = 0; d < in.ndim; d++) ss->start[d] = 0, out[d] = in.shape[d];
   for (int k = 0; k < sn->count; k++) {
     int ax = sn->axes[k];
-    double extent = (double)in.shape[ax];
-    double lo = na >= 0 ? (a_rel ? a[k] * extent : a[k]) : 0;
-    double hi = nb < 0 ? extent : b_is_end ? (b_rel ? b[k] * extent : b[k]) : lo + (b_rel ? b[k] * extent : b[k]);
-    int64_t start = (int64_t)llround(lo), end = (int64_t)llround(hi);
-    if (end < start)
-      return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "%s gives a negative extent in axis %d (start %lld, end %lld)",
-                           b_name, ax, (long long)start, (long long)end);
+    int64_t start = starts[k], end = ends[k];
     if (policy == 0 && (start < 0 || end > in.shape[ax]))
       return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                            "the slice [%lld, %lld) of axis %d is outside the input's extent %lld (out_of_bounds_policy "

@@ -63,7 +63,7 @@ static void test_half_pixel_and_nn(void) {
   ladle__warp_affine(out, in, &p);
   CHECK(out[0] == 5 && out[1] == 11 && out[2] == 131 && out[3] == 250); /* 10.5 and 130.5 round up */
   float fout[4];
-  p.out_f32 = 1;
+  p.out_type = LADLE__WARP_F32;
   ladle__warp_affine(fout, in, &p);
   CHECK(fout[0] == 5.0f && fout[1] == 10.5f && fout[2] == 130.5f && fout[3] == 250.0f);
   /* NN 2x upscale: dst -> src halves the coordinates */
@@ -88,10 +88,10 @@ static void test_fill_conversion(void) {
   CHECK(p.fill_out == 255);
   ladle__warp_fill(&p, -2.5);
   CHECK(p.fill_out == 0);
-  p.out_f32 = 1;
+  p.out_type = LADLE__WARP_F32;
   ladle__warp_fill(&p, 3.7);
   CHECK(p.fill_out == 3.7f && p.fill_in == 4); /* float out, uint8 taps */
-  p.in_f32 = 1;
+  p.in_type = LADLE__WARP_F32;
   ladle__warp_fill(&p, -3.7);
   CHECK(p.fill_out == -3.7f && p.fill_in == -3.7f);
 }

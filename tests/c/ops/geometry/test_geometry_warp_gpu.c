@@ -76,16 +76,17 @@ static void test_warp(void) {
       memset(&p, 0, sizeof p);
       p.in_h = rnd_int(1, 70), p.in_w = rnd_int(1, 70), p.channels = rnd_int(1, 4);
       p.out_h = rnd_int(1, 90), p.out_w = rnd_int(1, 90);
-      p.in_f32 = rnd_int(0, 1), p.out_f32 = rnd_int(0, 1), p.linear = rnd_int(0, 1), p.use_fill = rnd_int(0, 1);
+      p.in_type = rnd_int(0, 3), p.out_type = rnd_int(0, 3), p.linear = rnd_int(0, 1), p.use_fill = rnd_int(0, 1);
       double a = rnd_range(-M_PI, M_PI), s = rnd_range(0.3, 3);
       p.m[0] = (float)(s * cos(a)), p.m[1] = (float)(-s * sin(a) + rnd_range(-0.5, 0.5));
       p.m[3] = (float)(s * sin(a)), p.m[4] = (float)(s * cos(a));
       p.m[2] = (float)rnd_range(-80, 80), p.m[5] = (float)rnd_range(-80, 80);
       ladle__warp_fill(&p, rnd_range(-20, 300));
-      size_t in_elem = p.in_f32 ? 4 : 1, out_elem = p.out_f32 ? 4 : 1;
+      static const size_t elem[] = {1, 4, 4, 2}; /* LADLE__WARP_U8, F32, I32, I16 */
+      size_t in_elem = elem[p.in_type], out_elem = elem[p.out_type];
       sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels * in_elem,
                    (size_t)p.out_h * p.out_w * p.channels * out_elem);
-      if (p.in_f32) { /* finite floats, not raw bytes */
+      if (p.in_type == LADLE__WARP_F32) { /* finite floats, not raw bytes */
         float *f = g[i].in_host;
         for (size_t k = 0; k < g[i].in_bytes / 4; k++) f[k] = (float)rnd_range(-50, 300);
       }

@@ -1,0 +1,380 @@
+"""Where and how ladle.dynamic calls run: EvalMode (when a call's work is
+done), EvalContext (device, CUDA stream, thread pool, and the cache of built
+graphs), ThreadPool and Device, with the names of DALI's dynamic mode."""
+
+import collections
+import enum
+import os
+import queue
+import threading
+import weakref
+
+from .. import _ladle
+from ..pipeline import ThreadPool as _PipelineThreadPool
+
+CACHE_SIZE = 64  # built graphs kept per context; the least recently used one is closed beyond that
+
+
+# --- evaluation modes ----------------------------------------------------------
+
+class EvalMode(enum.Enum):
+    """When the work of an operator call is done (a context manager:
+    ``with ldd.EvalMode.deferred: ...``), from the least to the most
+    synchronous, as in DALI:
+
+    - ``deferred``: the call checks its arguments and returns at once; the
+      work is queued on the context's worker thread, in call order, and a
+      result waits for it when its data is used (``.torch()``, ``np.asarray``,
+      ``.shape``, ``evaluate()``, an operator taking it). Errors of the work
+      (bad data) are raised there.
+    - ``eager`` (``default``): the call returns when the host work is done;
+      GPU work may still be queued on the context's stream (consumers are
+      ordered after it through DLPack's stream protocol).
+    - ``sync_cpu``: as eager in ladle (the host part of a call always ends
+      before it returns in that mode).
+    - ``sync_full``: also waits for the GPU work of the call.
+    """
+
+    deferred = 1
+    eager = 2
+    sync_cpu = 3
+    sync_full = 4
+    default = 2  # an alias of eager
+
+    def __enter__(self):
+        _tls().modes.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _tls().modes.pop()
+
+    @staticmethod
+    def current():
+        return _tls().modes[-1]
+
+
+class _Local(threading.local):
+    def __init__(self):
+        self.modes = [EvalMode.default]
+        self.contexts = []
+
+
+_local = _Local()
+
+
+def _tls():
+    return _local
+
+
+# --- devices and thread pools -------------------------------------------------
+
+class Device:
+    """A device: ``Device("cpu")``, ``Device("gpu", 0)`` or ``Device("gpu:1")``
+    ("cuda" is accepted for "gpu")."""
+
+    def __init__(self, name, device_id=None):
+        name = str(name).lower()
+        if ":" in name:
+            name, _, index = name.partition(":")
+            if device_id is not None and int(index) != device_id:
+                raise _ladle.InvalidArgumentError(f"Device: {name}:{index} and device_id={device_id} disagree")
+            device_id = int(index)
+        if name == "cuda":
+            name = "gpu"
+        if name not in ("cpu", "gpu"):
+            raise _ladle.InvalidArgumentError(f"Device: unknown device type {name!r}; use 'cpu' or 'gpu'")
+        if name == "cpu":
+            device_id = None
+        elif device_id is None:
+            device_id = 0
+        self.device_type = name
+        self.device_id = device_id
+
+    def __str__(self):
+        return self.device_type if self.device_id is None else f"{self.device_type}:{self.device_id}"
+
+    def __repr__(self):
+        return f"Device({self.device_type!r}, {self.device_id!r})"
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            other = Device(other)
+        return isinstance(other, Device) and (self.device_type, self.device_id) == (other.device_type,
+                                                                                   other.device_id)
+
+    def __hash__(self):
+        return hash((self.device_type, self.device_id))
+
+
+def device(obj, id=None):
+    """A Device from "cpu", "gpu", "gpu:1", a torch.device or a Device."""
+    if isinstance(obj, Device):
+        return obj if id is None else Device(obj.device_type, id)
+    if type(obj).__module__.startswith("torch"):  # torch.device
+        return Device(obj.type, obj.index if id is None else id)
+    return Device(obj, id)
+
+
+def _default_num_threads():
+    return min(4, os.cpu_count() or 1)
+
+
+class ThreadPool:
+    """The CPU worker threads that operators run their samples on.
+
+    ``ThreadPool(num_threads=None, *, device_id=None)``: num_threads defaults
+    to ``get_num_threads()``; device_id names the GPU the pool's work is for
+    (an EvalContext checks that it agrees with its own)."""
+
+    def __init__(self, num_threads=None, *, device_id=None):
+        if num_threads is None:
+            num_threads = get_num_threads()
+        num_threads = int(num_threads)
+        if num_threads < 1:
+            raise _ladle.InvalidArgumentError(f"ThreadPool: need at least 1 thread, got {num_threads}")
+        self._pool = _PipelineThreadPool(num_threads)
+        self._device_id = device_id
+
+    @property
+    def num_threads(self):
+        return self._pool.num_threads
+
+    @property
+    def device_id(self):
+        return self._device_id
+
+    def __repr__(self):
+        return f"ladle.dynamic.ThreadPool(num_threads={self.num_threads}, device_id={self._device_id})"
+
+
+_num_threads = None
+
+
+def get_num_threads():
+    """Threads of the default context's pool (default min(4, cores))."""
+    return _num_threads or _default_num_threads()
+
+
+def set_num_threads(n):
+    """Threads of the default context's pool; its built graphs are closed and
+    rebuilt on the next call."""
+    n = int(n)
+    if n < 1:
+        raise _ladle.InvalidArgumentError(f"set_num_threads: need at least 1 thread, got {n}")
+    global _num_threads
+    _num_threads = n
+    ctx = EvalContext._default_instance
+    if ctx is not None:
+        ctx._reset_pool(None)
+
+
+# --- the deferred worker --------------------------------------------------------
+
+class _Future:
+    """The outputs of a queued call: a tuple of TensorLists, or an error."""
+
+    __slots__ = ("_done", "_value", "_error")
+
+    def __init__(self):
+        self._done = threading.Event()
+        self._value = self._error = None
+
+    def set(self, value=None, error=None):
+        self._value, self._error = value, error
+        self._done.set()
+
+    def done(self):
+        return self._done.is_set()
+
+    def result(self):
+        self._done.wait()
+        if self._error is not None:
+            raise self._error
+        return self._value
+
+
+class _Worker:
+    """One thread running queued calls in order (EvalMode.deferred)."""
+
+    def __init__(self):
+        self._queue = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._main, name="ladle.dynamic worker", daemon=True)
+        self._thread.start()
+
+    def submit(self, work):
+        future = _Future()
+        self._queue.put((work, future))
+        return future
+
+    def _main(self):
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            work, future = item
+            try:
+                future.set(work())
+            except BaseException as e:  # handed to whoever uses the result
+                future.set(error=e)
+            del work, future, item
+
+    def shutdown(self):
+        self._queue.put(None)
+
+
+# --- contexts ------------------------------------------------------------------------
+
+class EvalContext:
+    """What calls run with: ``device_id`` (the GPU of GPU operators),
+    ``cuda_stream`` (the stream that GPU results are ordered for: ``.torch()``
+    of a GPU result makes that stream wait for it), ``thread_pool`` (or
+    ``num_threads`` for a new pool), and the graphs it built.
+
+    ``with ldd.EvalContext(num_threads=8, device_id=0):`` makes it current for
+    the thread; ``EvalContext.current()`` is the innermost one, or
+    ``EvalContext.default()``. ``evaluate_all()`` waits for the calls queued
+    in it (EvalMode.deferred). Each context keeps up to CACHE_SIZE built
+    graphs; ``close()`` (or leaving the last reference) frees them."""
+
+    _default_instance = None
+    _default_lock = threading.Lock()
+
+    def __init__(self, *, num_threads=None, device_id=None, cuda_stream=None, thread_pool=None):
+        if thread_pool is not None and num_threads is not None:
+            raise _ladle.InvalidArgumentError("EvalContext: give thread_pool or num_threads, not both")
+        if thread_pool is not None and not isinstance(thread_pool, ThreadPool):
+            raise TypeError("EvalContext: thread_pool must be a ladle.dynamic.ThreadPool")
+        if thread_pool is not None and device_id is not None and thread_pool.device_id not in (None, device_id):
+            raise _ladle.InvalidArgumentError(f"EvalContext: device_id={device_id} but the thread pool is for "
+                                              f"device {thread_pool.device_id}")
+        self._device_id = None if device_id is None else int(device_id)
+        self._cuda_stream = cuda_stream
+        self._lock = threading.RLock()
+        self._cache = collections.OrderedDict()  # key -> _exec entry
+        self._own_threads = num_threads
+        self._thread_pool = thread_pool
+        self._worker = None
+        self._pending = []  # futures of deferred calls not known to be done
+        from . import checkpoint as _checkpoint
+
+        self._checkpoint = _checkpoint.Checkpoint()
+        weakref.finalize(self, EvalContext._release, self._cache)
+
+    @staticmethod
+    def _release(cache):
+        for e in list(cache.values()):
+            e.close()
+        cache.clear()
+
+    # --- DALI's properties ------------------------------------------------------
+
+    @property
+    def device_id(self):
+        """The GPU of this context's GPU operators (None: the default, GPU 0 or LOCAL_RANK)."""
+        return self._device_id
+
+    @property
+    def cuda_stream(self):
+        """The given stream, else the thread's current one (set_current_stream), else None."""
+        if self._cuda_stream is not None:
+            return self._cuda_stream
+        from ._stream import get_current_stream
+
+        return get_current_stream()
+
+    @property
+    def num_threads(self):
+        return self.thread_pool.num_threads
+
+    @property
+    def thread_pool(self):
+        with self._lock:
+            if self._thread_pool is None:
+                self._thread_pool = ThreadPool(self._own_threads or get_num_threads(), device_id=self._device_id)
+            return self._thread_pool
+
+    @property
+    def checkpoint(self):
+        """This context's Checkpoint (ldd.checkpoint.current() while it is current)."""
+        return self._checkpoint
+
+    def _reset_pool(self, pool):
+        with self._lock:
+            self._thread_pool = pool
+            self.clear_cache()
+
+    def clear_cache(self):
+        """Closes the graphs this context built (they are built again when needed)."""
+        with self._lock:
+            entries = list(self._cache.values())
+            self._cache.clear()
+        for e in entries:
+            e.close()
+
+    close = clear_cache
+
+    # --- the current context -------------------------------------------------------
+
+    @staticmethod
+    def default():
+        with EvalContext._default_lock:
+            if EvalContext._default_instance is None:
+                EvalContext._default_instance = EvalContext()
+            return EvalContext._default_instance
+
+    @staticmethod
+    def current():
+        stack = _tls().contexts
+        return stack[-1] if stack else EvalContext.default()
+
+    def __enter__(self):
+        _tls().contexts.append(self)
+        return self
+
+    def __exit__(self, *exc):
+        _tls().contexts.pop()
+
+    # --- deferred work ----------------------------------------------------------------
+
+    def _submit(self, work):
+        with self._lock:
+            if self._worker is None:
+                self._worker = _Worker()
+                weakref.finalize(self, self._worker.shutdown)
+            future = self._worker.submit(work)
+            self._pending = [f for f in self._pending if not f.done()]
+            self._pending.append(future)
+            return future
+
+    def evaluate_all(self):
+        """Waits for every call queued in this context; raises the first error."""
+        with self._lock:
+            pending, self._pending = self._pending, []
+        first = None
+        for f in pending:
+            try:
+                f.result()
+            except Exception as e:
+                first = first or e
+        if first is not None:
+            raise first
+
+    def __repr__(self):
+        return (f"ladle.dynamic.EvalContext(device_id={self._device_id}, "
+                f"num_threads={self._own_threads or (self._thread_pool and self._thread_pool.num_threads)})")
+
+
+def _after_fork_in_child():
+    """A forked child starts afresh: the parent's graphs, pools and worker
+    threads stayed behind (their entries are dropped, not closed)."""
+    global _local
+    _local = _Local()
+    ctx = EvalContext._default_instance
+    EvalContext._default_instance = None
+    EvalContext._default_lock = threading.Lock()
+    if ctx is not None:
+        ctx._cache.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)
