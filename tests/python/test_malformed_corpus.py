@@ -26,6 +26,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import ladle
+
 from conftest import cuda_usable, requires_ops
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
@@ -84,7 +86,9 @@ def corpus(tmp_path_factory):
 
 
 def run_child(mode, paths, out_dir, timeout=600):
-    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # The child imports the ladle this test runs (an instrumented one under tools/sanitize).
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
+    env = dict(os.environ, PYTHONPATH=package_root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     try:
         proc = subprocess.run([sys.executable, "-c", CHILD, mode, str(out_dir)] + paths, env=env, timeout=timeout,
                               capture_output=True, text=True)
