@@ -112,8 +112,8 @@ def pillow_decode(path):
         return None
 
 
-def check(mode, corpus, results, out_dir, compare, names_files=True):
-    """Errors are ladle.Errors naming the file (when names_files); decodes agree
+def check(mode, corpus, results, out_dir, compare):
+    """Errors are ladle.Errors naming the file; decodes agree
     with Pillow (compare(path, ours, pillow) -> a message or None)."""
     problems, decoded, compared = [], 0, 0
     for i, path in enumerate(corpus):
@@ -122,7 +122,7 @@ def check(mode, corpus, results, out_dir, compare, names_files=True):
         if not r["ok"]:
             if r["type"] == "foreign":
                 problems.append(f"{name}: not a ladle.Error: {r['error']}")
-            elif names_files and name not in r["error"]:
+            elif name not in r["error"]:
                 problems.append(f"{name}: the error does not name the file: {r['error']}")
             continue
         decoded += 1
@@ -175,13 +175,8 @@ def test_cpu_pipeline(corpus, tmp_path):
 
 
 def test_dynamic(corpus, tmp_path):
-    import ladle.dynamic._readers as readers
     results = run_child("dynamic", corpus, tmp_path)
-    # Errors from data a dynamic reader gave name its file once the reader can
-    # tell the decoder which records it read (ladle_pipeline_last_records);
-    # until then, only that every failure is a ladle.Error and nothing crashes.
-    names_files = "last_records" in open(readers.__file__).read()
-    check("dynamic", corpus, results, tmp_path, within(1), names_files)
+    check("dynamic", corpus, results, tmp_path, within(1))
     cpu_dir = tmp_path / "cpu"
     cpu_dir.mkdir()
     cpu = run_child("cpu", corpus, cpu_dir)
