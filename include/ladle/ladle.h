@@ -388,6 +388,11 @@ typedef struct ladle_pipeline_params {
    * every shard keeps its number of batches. The replacement depends only on
    * which samples are bad, so output stays a function of (seed, position).
    * A record found bad is replaced without a new attempt in later epochs.
+   * In a pipeline fed only by external sources (no reader) a bad sample is
+   * dropped instead: that iteration's batch is smaller by one (fed data
+   * cannot be replaced; a batch with no good sample fails). Fed GPU batches
+   * cannot be shrunk: their failures are not skipped. With both a reader and
+   * external sources, nothing is skipped (the iteration fails as by default).
    * Default 0: the iteration fails, naming the sample. */
   int skip_bad_samples;
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
@@ -598,15 +603,32 @@ LADLE_API ladle_status ladle_pipeline_set_position(ladle_pipeline *pipeline,
 /* Where a pipeline's time went since it was built: counters the executor
  * keeps, cheap enough to be always on. wait_seconds is the consumer's side:
  * a training loop that never waits in run() is not slowed by the loader. */
+typedef struct ladle_memory_stats {
+  uint64_t used_bytes;          /* in blocks handed out now (to iterations in flight and to batches the user holds) */
+  uint64_t peak_used_bytes;     /* the high-water mark of used_bytes */
+  uint64_t reserved_bytes;      /* obtained from the system and not given back: used, and idle kept for reuse */
+  uint64_t peak_reserved_bytes; /* the high-water mark of reserved_bytes */
+} ladle_memory_stats;
+
 typedef struct ladle_pipeline_stats {
   int64_t iterations;     /* iterations the executor prepared (including ones dropped by set_position) */
   double prepare_seconds; /* the executor thread's wall time preparing them */
   double wait_seconds;    /* wall time run() blocked waiting for a prepared iteration */
   int64_t skipped;        /* bad records skipped (skip_bad_samples) */
+  /* The pipeline's memory pools (all zero for the GPU ones without GPU operators). */
+  ladle_memory_stats host_pageable, host_pinned, device;
 } ladle_pipeline_stats;
 
 /** The pipeline's counters so far (all zero before build). */
 LADLE_API ladle_status ladle_pipeline_get_stats(const ladle_pipeline *pipeline, ladle_pipeline_stats *stats);
+
+/** Gives the idle memory of the pipeline's pools (host, pinned and device)
+ * back to the system; *released (may be NULL) gets the bytes. Memory in use
+ * stays: the iterations prepared ahead and the batches the caller still holds.
+ * Meant for between run() calls (after an epoch, before evaluation): the
+ * iterations that follow allocate again, so they are slower until the pools
+ * are warm. Thread-safe. */
+LADLE_API ladle_status ladle_pipeline_release_memory(ladle_pipeline *pipeline, uint64_t *released);
 
 /* One operator's share of the executor's time. */
 typedef struct ladle_op_stats {

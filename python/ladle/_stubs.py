@@ -139,6 +139,7 @@ def _dyn_function(name, schema, indent):
 def _reader_class(cls_name, schema, function, indent):
     pad = " " * indent
     args = _arguments(schema, _extra_params(function, schema), _DYN_PER_SAMPLE, ())
+    args += ["on_error: str = ...", "max_skipped_samples: Optional[Union[int, float]] = ..."]  # Reader's own
     return [pad + f"class {cls_name}(Reader):",
             pad + f"    def __init__(self, *, {', '.join(args)}) -> None: ..."]
 

@@ -463,7 +463,13 @@ class Pipeline:
         (a duplicate), so batches stay full and every shard keeps its batch
         count; the choice depends only on which files are bad. Each skip is
         logged (logger "ladle", WARNING) and listed by skipped_samples().
-        Pipelines without a reader (external sources) still raise.
+        In a pipeline fed only by external sources a bad sample is dropped
+        instead and that iteration's batch is smaller (fed data has no
+        "next sample" to take; a batch with no good sample raises; fed GPU
+        batches are not shrunk, so their failures raise). A pipeline with
+        both a reader and external sources raises as with "raise".
+        With device="mixed" decoders, a batch nvJPEG refuses is decoded on
+        the CPU, and the samples that fail there are skipped.
       max_skipped_samples: with on_error="skip", how many distinct bad
         samples are allowed before the pipeline raises LimitError listing
         them: an int, or a float in (0, 1] meaning that fraction of the
@@ -804,8 +810,24 @@ class Pipeline:
         (the executor thread's time preparing them), "wait_seconds" (time
         run() waited: the consumer starved), "operators": [{"op", "name",
         "device", "seconds", "fused"}, ...] in the order added}. A loader that
-        keeps up with training shows wait_seconds near 0."""
+        keeps up with training shows wait_seconds near 0.
+
+        "skipped_samples" counts the bad samples skipped (on_error="skip");
+        "memory" has one dict per memory pool ("host_pageable", "host_pinned",
+        "device"; the last two are zero without GPU operators), each with
+        used_bytes (handed out now), peak_used_bytes, reserved_bytes (taken
+        from the system and not given back: used plus idle kept for reuse) and
+        peak_reserved_bytes, the high-water marks since build."""
         return self._handle().stats()
+
+    def release_memory(self):
+        """Gives the idle memory of the pipeline's pools (host, pinned, device)
+        back to the system and returns the bytes given back. Call it between
+        run() calls, e.g. after training before evaluation: memory in use stays
+        (the iterations prepared ahead, the batches you still hold), and the
+        next iterations allocate again, so they run slower until the pools are
+        warm. peak_* figures of executor_statistics() are not reset."""
+        return self._handle().release_memory()
 
     def reader_meta(self, name=None):
         """DALI's reader metadata: a dict for reader `name`, or, without a

@@ -1,6 +1,7 @@
 /* Size-class memory pool. Classes step by a quarter of a power of two, so a
- * block wastes at most 25 %. Free blocks wait in one list per class until
- * reused; beyond the idle cap they go back to the allocator. */
+ * block wastes at most 25 % (up to 50 % when served from a larger class).
+ * Free blocks wait in one list per class until reused; beyond the idle cap,
+ * or beyond the peak of memory in use, they go back to the allocator. */
 #include "core/pool.h"
 
 #include <pthread.h>
@@ -78,6 +79,17 @@ static void sweep_pending(ladle__pool *pool) {
   pool->num_pending = kept;
 }
 
+/* Gives the blocks of free lists back to the allocator. */
+static void free_blocks(ladle__pool *pool, ladle__block *const lists[NUM_CLASSES]) {
+  for (int c = 0; c < NUM_CLASSES; c++) {
+    for (ladle__block *b = lists[c], *next; b; b = next) {
+      next = b->next;
+      pool->allocator.free(pool->allocator.ctx, b->data);
+      free(b);
+    }
+  }
+}
+
 void ladle__pool_retain(ladle__pool *pool) { atomic_fetch_add(&pool->refs, 1); }
 
 void ladle__pool_release(ladle__pool *pool) {
@@ -89,13 +101,7 @@ void ladle__pool_release(ladle__pool *pool) {
     free(pool->pending[i].block);
   }
   free(pool->pending);
-  for (int c = 0; c < NUM_CLASSES; c++) {
-    for (ladle__block *b = pool->free_lists[c], *next; b; b = next) {
-      next = b->next;
-      pool->allocator.free(pool->allocator.ctx, b->data);
-      free(b);
-    }
-  }
+  free_blocks(pool, pool->free_lists);
   pthread_mutex_destroy(&pool->lock);
   free(pool);
 }
@@ -107,13 +113,20 @@ ladle_status ladle__pool_alloc(ladle__pool *pool, size_t size, ladle__block **ou
     return LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "a block of %zu bytes is too large", size);
   pthread_mutex_lock(&pool->lock);
   if (pool->num_pending) sweep_pending(pool);
-  ladle__block *b = pool->free_lists[c];
+  /* An idle block of this class or, failing that, of one of the next two
+   * (at most half as large again past 256 bytes): with sizes that vary from iteration to iteration
+   * (random crops) this keeps the blocks in use instead of growing a new
+   * class each time. */
+  ladle__block *b = NULL;
+  for (uint32_t k = c; k < c + 3 && k < NUM_CLASSES && !b; k++) {
+    if ((b = pool->free_lists[k])) pool->free_lists[k] = b->next;
+  }
   if (b) {
-    pool->free_lists[c] = b->next;
     pool->stats.idle_bytes -= b->size;
     pool->stats.reuses++;
   }
-  pool->stats.live_bytes += class_size;
+  pool->stats.live_bytes += b ? b->size : class_size;
+  if (pool->stats.live_bytes > pool->stats.peak_live_bytes) pool->stats.peak_live_bytes = pool->stats.live_bytes;
   pthread_mutex_unlock(&pool->lock);
   if (!b) {
     b = calloc(1, sizeof *b);
@@ -130,6 +143,8 @@ ladle_status ladle__pool_alloc(ladle__pool *pool, size_t size, ladle__block **ou
     b->size_class = c;
     pthread_mutex_lock(&pool->lock);
     pool->stats.system_allocs++;
+    pool->stats.held_bytes += class_size;
+    if (pool->stats.held_bytes > pool->stats.peak_held_bytes) pool->stats.peak_held_bytes = pool->stats.held_bytes;
     pthread_mutex_unlock(&pool->lock);
   }
   b->next = NULL;
@@ -141,11 +156,16 @@ void ladle__pool_free(ladle__pool *pool, ladle__block *b) {
   if (!b) return;
   pthread_mutex_lock(&pool->lock);
   pool->stats.live_bytes -= b->size;
-  int keep = pool->stats.idle_bytes + b->size <= pool->idle_cap;
+  /* Idle memory stays under the peak in use, so what the pool holds stays
+   * under twice that peak however the sizes vary. */
+  size_t cap = pool->idle_cap < pool->stats.peak_live_bytes ? pool->idle_cap : pool->stats.peak_live_bytes;
+  int keep = pool->stats.idle_bytes + b->size <= cap;
   if (keep) {
     b->next = pool->free_lists[b->size_class];
     pool->free_lists[b->size_class] = b;
     pool->stats.idle_bytes += b->size;
+  } else {
+    pool->stats.held_bytes -= b->size;
   }
   pthread_mutex_unlock(&pool->lock);
   if (!keep) {
@@ -158,6 +178,20 @@ void ladle__pool_get_stats(ladle__pool *pool, ladle__pool_stats *stats) {
   pthread_mutex_lock(&pool->lock);
   *stats = pool->stats;
   pthread_mutex_unlock(&pool->lock);
+}
+
+size_t ladle__pool_trim(ladle__pool *pool) {
+  ladle__block *lists[NUM_CLASSES];
+  pthread_mutex_lock(&pool->lock);
+  if (pool->num_pending) sweep_pending(pool);
+  memcpy(lists, pool->free_lists, sizeof lists);
+  memset(pool->free_lists, 0, sizeof pool->free_lists);
+  size_t freed = pool->stats.idle_bytes;
+  pool->stats.held_bytes -= freed;
+  pool->stats.idle_bytes = 0;
+  pthread_mutex_unlock(&pool->lock);
+  free_blocks(pool, lists);
+  return freed;
 }
 
 ladle_device ladle__pool_device(const ladle__pool *pool) { return pool->allocator.device; }

@@ -57,10 +57,18 @@ typedef struct ladle__pool_stats {
   uint64_t system_allocs; /* blocks obtained from the allocator so far */
   uint64_t reuses;        /* allocations served from the free lists */
   size_t idle_bytes, live_bytes;
+  size_t held_bytes;      /* obtained from the allocator and not yet given back: live + idle + fenced */
+  size_t peak_held_bytes; /* the high-water mark of held_bytes */
+  size_t peak_live_bytes; /* the high-water mark of live_bytes */
 } ladle__pool_stats;
 /* The kind of memory the pool hands out. */
 ladle_device ladle__pool_device(const ladle__pool *pool);
 
 void ladle__pool_get_stats(ladle__pool *pool, ladle__pool_stats *stats);
+
+/* Gives every idle block back to the allocator (blocks in use, and those
+ * still waiting for their fence, stay). Returns the bytes given back.
+ * Thread-safe: allocations that follow simply go to the allocator again. */
+size_t ladle__pool_trim(ladle__pool *pool);
 
 #endif

@@ -214,7 +214,17 @@ struct ladle__gpu {
   ladle__pool *pinned_pool;   /* pinned host memory */
   ladle_thread_pool *workers; /* the pipeline's workers, for CPU work inside run_batch */
   void *state;                /* the executor's, per iteration */
+  /* Skipping bad samples (on_error="skip"): per slot, set by
+   * ladle__gpu_sample_failed; NULL when the pipeline does not skip. */
+  unsigned char *failed;
+  char **messages;
 };
+
+/* In run_batch, after sample `slot` failed with `st` (message in
+ * ladle_last_error()): 1 when the pipeline skips bad samples and `st` is a
+ * data error, so the slot is noted for replacement (run_batch still returns
+ * an error: the executor retries the batch without it); 0 otherwise. */
+int ladle__gpu_sample_failed(ladle__gpu *g, int slot, ladle_status st);
 
 /* Pinned host memory and device memory of `bytes` each, for one launch's
  * parameters: both stay valid until the iteration's GPU work has completed. */

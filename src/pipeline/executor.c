@@ -18,6 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 
 #include "ops/readers/external_source.h"
 #include "pipeline/demand.h"
@@ -211,7 +214,7 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
                             int *skippable) {
   ladle_status st = LADLE_OK;
   int batch = p->config.batch_size; /* this iteration's: fed batches may be smaller */
-  pass ps = {.p = p, .iteration = iteration, .generation = generation, .collect = p->skip.enabled && p->reader && !p->num_fed};
+  pass ps = {.p = p, .iteration = iteration, .generation = generation, .collect = p->skip.enabled && (p->reader ? !p->num_fed : p->num_fed > 0)};
   pthread_mutex_init(&ps.lock, NULL);
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
   *skippable = 0;
@@ -288,7 +291,11 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
     } else if (!n->fused_into) { /* a fused node runs inside its consumer's turn, in one kernel with it */
+      gpu->failed = ps.collect ? p->skip.failed : NULL;
+      gpu->messages = ps.collect ? p->skip.messages : NULL;
       st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, gpu) : n->def->run_batch(n, gpu);
+      if (st != LADLE_OK && gpu->failed && ladle__skip_data_error(st))
+        *skippable = memchr(gpu->failed, 1, (size_t)batch) != NULL;
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
         goto done;
@@ -319,13 +326,54 @@ done:
   return st;
 }
 
+/* Skipping in a pipeline fed by external sources only: the failed slots
+ * leave the fed batches (copies of the good samples; `fed` keeps the
+ * originals for the next attempt), the refs and the names; the batch size
+ * shrinks. Fed GPU batches are not shrunk (LADLE_ERROR_UNSUPPORTED). */
+static ladle_status drop_failed_fed(ladle_pipeline *p, ladle_batch **fed, int *batch) {
+  ladle_status st = LADLE_OK;
+  int kept = 0, n = *batch;
+  for (int s = 0; s < n; s++) kept += !p->skip.failed[s];
+  LADLE_CHECK(kept > 0, LADLE_ERROR_CORRUPT_DATA, "every sample of the fed batch failed: %s", p->skip.messages[0]);
+  for (int i = 0; i < p->num_fed; i++) {
+    ladle_batch *b = fed[i], *small = NULL;
+    LADLE_CHECK(ladle_batch_device(b) == LADLE_DEVICE_CPU, LADLE_ERROR_UNSUPPORTED,
+                "external source '%s': a bad sample of a GPU batch cannot be dropped (%s)", p->fed[i]->name,
+                p->skip.messages[0]);
+    int ndim = b->ndim, k = 0;
+    for (int s = 0; s < n; s++)
+      if (!p->skip.failed[s]) memcpy(p->shapes + (size_t)k++ * ndim, b->shapes + (size_t)s * ndim, sizeof(int64_t) * ndim);
+    LADLE_TRY(ladle__batch_create(p->host_pool, p->host_pool, b->dtype, kept, ndim, p->shapes, b->layout, &small));
+    for (int s = 0, k2 = 0; s < n; s++)
+      if (!p->skip.failed[s]) memcpy(ladle_batch_data(small, k2++), ladle_batch_data(b, s), b->offsets[s + 1] - b->offsets[s]);
+    ladle_batch_release(b);
+    fed[i] = small;
+  }
+  for (int s = 0, k = 0; s < n; s++) {
+    if (p->skip.failed[s]) continue;
+    p->refs[k] = p->refs[s];
+    p->names[k++] = p->names[s];
+  }
+  *batch = p->config.batch_size = kept;
+done:
+  return st;
+}
+
 /* Runs one iteration; on success out[] gets the pipeline's outputs. Bad
  * samples (skip_bad_samples) cost one more attempt per batch they appear in
- * first; once known they are replaced before the attempt. */
+ * first; once known they are replaced before the attempt (in a pipeline fed
+ * only by external sources: dropped, see drop_failed_fed). */
 static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned generation,
                                   ladle_batch **out) {
   int batch = p->config.batch_size;
   ladle_status st = plan_samples(p, iteration, batch);
+  int drop = p->skip.enabled && !p->reader && p->num_fed > 0;
+  ladle_batch **fed = drop ? calloc((size_t)p->num_fed, sizeof *fed) : NULL;
+  if (drop && !fed) st = LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int i = 0; fed && i < p->num_fed; i++) { /* attempt() releases the values: keep the fed batches */
+    fed[i] = p->value_batches[p->fed[i]->first_output];
+    ladle_batch_retain(fed[i]);
+  }
   while (st == LADLE_OK) {
     if (p->reader) st = ladle__skip_substitute(&p->skip, p->refs, p->names, batch, iteration);
     if (st != LADLE_OK) break;
@@ -338,7 +386,16 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     if (st == LADLE_OK && p->skip.num_bad == before) /* cannot happen: a failed slot's record was not known bad */
       st = LADLE_FAIL(LADLE_ERROR_INTERNAL, "skipping bad samples made no progress in iteration %lld",
                       (long long)iteration);
+    if (st == LADLE_OK && fed) {
+      st = drop_failed_fed(p, fed, &batch);
+      for (int i = 0; st == LADLE_OK && i < p->num_fed; i++) {
+        p->value_batches[p->fed[i]->first_output] = fed[i];
+        ladle_batch_retain(fed[i]);
+      }
+    }
   }
+  for (int i = 0; fed && i < p->num_fed; i++) ladle_batch_release(fed[i]);
+  free(fed);
   return st;
 }
 
@@ -570,11 +627,40 @@ int64_t ladle__now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
+int ladle__gpu_sample_failed(ladle__gpu *g, int slot, ladle_status st) {
+  if (!g->failed || !ladle__skip_data_error(st)) return 0;
+  g->failed[slot] = 1;
+  snprintf(g->messages[slot], LADLE_ERROR_MAX, "%s", ladle_last_error());
+  return 1;
+}
+
+static void memory_stats(ladle__pool *pool, ladle_memory_stats *out) {
+  ladle__pool_stats s = {0};
+  if (pool) ladle__pool_get_stats(pool, &s);
+  *out = (ladle_memory_stats){s.live_bytes, s.peak_live_bytes, s.held_bytes, s.peak_held_bytes};
+}
+
 ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_stats *stats) {
   if (!p || !stats) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   stats->iterations = atomic_load(&p->stat_iterations);
   stats->prepare_seconds = (double)atomic_load(&p->stat_prepare_ns) * 1e-9;
   stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
   stats->skipped = ladle_pipeline_num_skipped(p);
+  memory_stats(p->host_pool, &stats->host_pageable);
+  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  memory_stats(g ? g->pinned_pool : NULL, &stats->host_pinned);
+  memory_stats(g ? g->device_pool : NULL, &stats->device);
+  return LADLE_OK;
+}
+
+ladle_status ladle_pipeline_release_memory(ladle_pipeline *p, uint64_t *released) {
+  if (!p) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  uint64_t bytes = p->host_pool ? ladle__pool_trim(p->host_pool) : 0;
+  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  if (g) bytes += ladle__pool_trim(g->pinned_pool) + ladle__pool_trim(g->device_pool);
+#ifdef __GLIBC__
+  malloc_trim(0); /* what free() kept in the C library's heap goes back to the system too */
+#endif
+  if (released) *released = bytes;
   return LADLE_OK;
 }

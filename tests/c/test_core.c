@@ -93,13 +93,56 @@ static void test_pool_reuse(void) {
   ladle__pool_free(pool, big);
   ladle__pool_get_stats(pool, &stats);
   CHECK(stats.idle_bytes <= (1 << 20) && stats.live_bytes == 0);
-  /* Class sizes never waste more than a quarter. */
+  /* Class sizes never waste more than a quarter (with no larger idle block to take). */
+  ladle__pool_trim(pool);
   for (size_t size = 1; size < (64u << 20); size = size * 3 / 2 + 1) {
     ladle__block *blk = NULL;
     CHECK_OK(ladle__pool_alloc(pool, size, &blk));
     CHECK(blk->size >= size && (size < 256 || blk->size <= size + size / 4 + 1));
     ladle__pool_free(pool, blk);
   }
+  ladle__pool_release(pool);
+}
+
+/* Sizes that vary (random crops) reuse larger idle blocks, what the pool
+ * holds stays under twice its peak in use, and trim gives the idle back. */
+static void test_pool_bounds(void) {
+  ladle__pool *pool = NULL;
+  CHECK_OK(ladle__pool_create(&ladle__host_allocator, (size_t)1 << 30, &pool));
+  ladle__block *a = NULL, *b = NULL;
+  CHECK_OK(ladle__pool_alloc(pool, 1000, &a)); /* class 1024 */
+  ladle__pool_free(pool, a);
+  CHECK_OK(ladle__pool_alloc(pool, 800, &b)); /* class 896, served by the idle 1024 */
+  CHECK(b->size == 1024);
+  ladle__pool_free(pool, b);
+  CHECK_OK(ladle__pool_alloc(pool, 500, &b)); /* class 512: too far below, a new block */
+  CHECK(b->size == 512);
+  ladle__pool_free(pool, b);
+  ladle__pool_stats stats;
+  ladle__pool_get_stats(pool, &stats);
+  CHECK(stats.system_allocs == 2 && stats.reuses == 1 && stats.peak_live_bytes == 1024);
+  /* idle 1024 + 512 would pass the peak in use (1024): the 512 went back */
+  CHECK(stats.held_bytes == 1024 && stats.peak_held_bytes == 1536 && stats.idle_bytes == 1024);
+  /* One block of 1 MiB in use at a time, its size varying over 16 classes. */
+  uint64_t x = 1;
+  for (int i = 0; i < 2000; i++) {
+    x = x * 6364136223846793005u + 1442695040888963407u;
+    size_t size = ((size_t)1 << 20) + (size_t)(x >> 40) % ((size_t)15 << 20);
+    CHECK_OK(ladle__pool_alloc(pool, size, &b));
+    ladle__pool_free(pool, b);
+    ladle__pool_get_stats(pool, &stats);
+    CHECK(stats.held_bytes <= 2 * stats.peak_live_bytes && stats.live_bytes == 0);
+  }
+  CHECK(stats.peak_held_bytes <= 2 * stats.peak_live_bytes);
+  size_t idle = stats.idle_bytes;
+  CHECK(idle > 0);
+  CHECK_OK(ladle__pool_alloc(pool, 100, &a)); /* in use: trim keeps it */
+  CHECK(ladle__pool_trim(pool) == idle);
+  ladle__pool_get_stats(pool, &stats);
+  CHECK(stats.idle_bytes == 0 && stats.held_bytes == stats.live_bytes && stats.live_bytes == a->size);
+  size_t small = a->size;
+  ladle__pool_free(pool, a);
+  CHECK(ladle__pool_trim(pool) == small && small == 128);
   ladle__pool_release(pool);
 }
 
@@ -224,6 +267,7 @@ int main(void) {
   RUN(test_philox_known_answer);
   RUN(test_rng_streams);
   RUN(test_pool_reuse);
+  RUN(test_pool_bounds);
   RUN(test_thread_pool);
 #ifdef __linux__
   RUN(test_worker_priority);

@@ -357,6 +357,30 @@ static void test_no_allocation_when_warm(void) {
   ladle_pipeline_destroy(p);
 }
 
+/* The pools' figures in ladle_pipeline_get_stats, and release_memory. */
+static void test_memory_stats_and_release(void) {
+  ladle_pipeline *p = random_pipeline(32, 2, 2, 3);
+  static uint8_t buf[1 << 20];
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  collect(p, 10, buf);
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  const ladle_memory_stats *m = &st.host_pageable;
+  CHECK(m->peak_used_bytes > 0 && m->peak_used_bytes >= m->used_bytes);
+  CHECK(m->reserved_bytes >= m->used_bytes && m->peak_reserved_bytes >= m->reserved_bytes);
+  CHECK(m->peak_reserved_bytes <= 2 * m->peak_used_bytes);
+  CHECK(st.device.peak_reserved_bytes == 0 && st.host_pinned.peak_reserved_bytes == 0); /* no GPU operators */
+  uint64_t released = 0;
+  CHECK_OK(ladle_pipeline_release_memory(p, &released));
+  ladle_pipeline_stats after;
+  CHECK_OK(ladle_pipeline_get_stats(p, &after));
+  CHECK(after.host_pageable.reserved_bytes + released >= m->reserved_bytes); /* the executor may allocate meanwhile */
+  CHECK(after.host_pageable.peak_reserved_bytes >= m->peak_reserved_bytes);
+  CHECK(collect(p, 3, buf) > 0); /* goes on */
+  CHECK(ladle_pipeline_release_memory(NULL, NULL) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle_pipeline_destroy(p);
+}
+
 int main(void) {
   RUN(test_random_ops_and_determinism);
   RUN(test_fed_seeds);
@@ -366,5 +390,6 @@ int main(void) {
   RUN(test_destroy_in_flight_and_shared_pool);
   RUN(test_external_source);
   RUN(test_no_allocation_when_warm);
+  RUN(test_memory_stats_and_release);
   TEST_MAIN_END();
 }

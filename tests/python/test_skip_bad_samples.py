@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import ladle
-from ladle import fn
+from ladle import fn, types
 
 
 @pytest.fixture
@@ -126,3 +126,117 @@ def test_bad_arguments_are_not_skipped(sample_root):
         ladle.Pipeline(batch_size=2, max_skipped_samples=3)
     with pytest.raises(ladle.InvalidArgumentError, match="fraction must be in"):
         ladle.Pipeline(batch_size=2, on_error="skip", max_skipped_samples=1.5)
+
+
+@pytest.mark.gpu
+def test_skip_with_the_mixed_decoder(corrupt_tree, tmp_path):
+    """device="mixed": bad files fail on the CPU share, or nvJPEG refuses them
+    and the CPU decoder retries its share (naming the bad one); either way
+    they are skipped and the batches stay full, with the CPU pipeline's labels."""
+    from conftest import cuda_usable
+    if not cuda_usable():
+        pytest.skip("no usable CUDA device")
+    root, bad = corrupt_tree
+    # A JPEG that ends with its end-of-image marker (so it is routed to nvJPEG)
+    # but has a broken Huffman table.
+    data = bytearray(open(os.path.join(root, "circle", "circle_0.jpg"), "rb").read())
+    dht = data.index(b"\xFF\xC4")
+    data[dht + 5:dht + 21] = b"\xFF" * 16
+    extra = os.path.join(root, "circle", "circle_bad_huffman.jpg")
+    with open(extra, "wb") as f:
+        f.write(bytes(data))
+    bad = sorted(bad + [extra])
+
+    def build(device):
+        pipe = ladle.Pipeline(batch_size=6, num_threads=2, seed=5, device_id=0, on_error="skip")
+        with pipe:
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="R", pad_last_batch=True)
+            images = fn.resize(fn.decoders.image(jpegs, device=device), resize_x=8, resize_y=8)
+            pipe.set_outputs(images, labels)
+        return pipe
+
+    mixed, cpu = build("mixed"), build("cpu")
+    for _ in range(14):  # two epochs of 37 files
+        (images, labels), (_, cpu_labels) = mixed.run(), cpu.run()
+        assert len(images) == 6
+        assert np.array_equal(np.array(labels.as_array()), np.array(cpu_labels.as_array()))
+    assert sorted({s["name"] for s in mixed.skipped_samples()}) == bad
+    assert all(os.path.basename(s["name"]) in s["error"] for s in mixed.skipped_samples())
+    mixed.close()
+    cpu.close()
+
+
+def external_pipeline(**kwargs):
+    pipe = ladle.Pipeline(batch_size=5, num_threads=2, seed=3, **kwargs)
+    with pipe:
+        enc = fn.external_source(name="E", dtype=types.UINT8, ndim=1)
+        pipe.set_outputs(fn.resize(fn.decoders.image(enc), resize_x=8, resize_y=8))
+    pipe.build()
+    return pipe
+
+
+def test_external_source_skip_drops_the_sample_and_the_batch_is_smaller(caplog):
+    from conftest import sample_jpegs
+    good = [np.frombuffer(data, np.uint8) for _, data in sample_jpegs()[:5]]
+    bad = np.frombuffer(b"not a jpeg at all" * 10, np.uint8)
+    truncated = good[0][:300]
+    ref = external_pipeline()
+    ref.feed_input("E", good[:2] + good[3:])
+    (want,) = ref.run()
+    pipe = external_pipeline(on_error="skip", max_skipped_samples=3)
+    with caplog.at_level(logging.WARNING, logger="ladle"):
+        pipe.feed_input("E", good[:2] + [bad] + good[3:])  # slot 2 is bad
+        pipe.feed_input("E", good)                          # all good
+        pipe.feed_input("E", [truncated] + good[1:4] + [bad])
+        (first,), (second,), (third,) = pipe.run(), pipe.run(), pipe.run()
+    assert len(first) == 4 and len(second) == 5 and len(third) == 3
+    assert np.array_equal(np.array(first.as_array()), np.array(want.as_array()))  # the good four, in order
+    skipped = pipe.skipped_samples()
+    assert [(s["iteration"], s["record"]) for s in skipped] == [(0, 2), (2, 10), (2, 14)]
+    assert all(s["error"] for s in skipped)
+    assert sum("skipped a bad sample" in r.message for r in caplog.records) == 3
+    # Past the budget, and a batch with no good sample, fail.
+    pipe.feed_input("E", [bad, good[1]])
+    with pytest.raises(ladle.Error, match="skipped"):
+        pipe.run()
+    pipe.close()
+    pipe = external_pipeline(on_error="skip")
+    pipe.feed_input("E", [bad, truncated])
+    with pytest.raises(ladle.Error, match="every sample of the fed batch failed"):
+        pipe.run()
+    pipe.feed_input("E", good[:2])  # and the pipeline goes on
+    assert len(pipe.run()[0]) == 2
+    pipe.close()
+    ref.close()
+
+
+def test_dynamic_reader_skips_records_it_cannot_read(tmp_path, sample_root, caplog):
+    import ladle.dynamic as ldd
+    root = tmp_path / "data"
+    shutil.copytree(sample_root, root)
+    files = {open(p, "rb").read(): str(p) for p in root.rglob("*.jpg")}
+
+    def reader(**kwargs):
+        return ldd.readers.File(file_root=str(root), random_shuffle=True, seed=1, **kwargs)
+
+    ref = reader()
+    order = [files[np.array(t).tobytes()] for enc, _ in ref.next_epoch(batch_size=5) for t in enc.tensors]
+    ref.close()
+    gone = order[26]  # read in the 6th batch, after the pipeline has listed the files
+    skipping = reader(on_error="skip", max_skipped_samples=1)
+    with caplog.at_level(logging.WARNING, logger="ladle"):
+        epoch = skipping.next_epoch(batch_size=5)
+        sizes = [len(next(epoch)[0])]
+        os.remove(gone)  # it vanished after listing: reading it fails
+        sizes += [len(enc) for enc, _ in epoch]
+        second = [len(enc) for enc, _ in skipping.next_epoch(batch_size=5)]
+    assert sizes == second == [5] * 6 + [2]  # batches stay full (the slot takes the next good sample)
+    assert [s["name"] for s in skipping.skipped_samples()] == [gone]
+    assert any(os.path.basename(gone) in r.getMessage() for r in caplog.records)
+    skipping.close()
+    with pytest.raises(ladle.InvalidArgumentError, match="on_error"):
+        reader(on_error="ignore")
+    with pytest.raises(ladle.InvalidArgumentError, match="max_skipped_samples needs on_error"):
+        reader(max_skipped_samples=3).epoch_size
+    with pytest.raises(ladle.ReadError, match="ladle.dynamic.readers.File: .*cannot open folder"):
+        ldd.readers.File(file_root=str(tmp_path / "none")).epoch_size

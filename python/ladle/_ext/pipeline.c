@@ -398,6 +398,12 @@ static PyObject *pipeline_set_position(PipelineObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *memory_dict(const ladle_memory_stats *m) {
+  return Py_BuildValue("{s:K,s:K,s:K,s:K}", "used_bytes", (unsigned long long)m->used_bytes, "peak_used_bytes",
+                       (unsigned long long)m->peak_used_bytes, "reserved_bytes", (unsigned long long)m->reserved_bytes,
+                       "peak_reserved_bytes", (unsigned long long)m->peak_reserved_bytes);
+}
+
 static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
   if (pipeline_ready(self) < 0) return NULL;
   ladle_pipeline_stats ps;
@@ -421,9 +427,26 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
     }
     PyList_SET_ITEM(ops, i, d);
   }
-  return Py_BuildValue("{s:L,s:d,s:d,s:L,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
+  PyObject *memory = Py_BuildValue("{s:N,s:N,s:N}", "host_pageable", memory_dict(&ps.host_pageable), "host_pinned",
+                                    memory_dict(&ps.host_pinned), "device", memory_dict(&ps.device));
+  if (!memory) {
+    Py_DECREF(ops);
+    return NULL;
+  }
+  return Py_BuildValue("{s:L,s:d,s:d,s:L,s:N,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
                        ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "skipped_samples",
-                       (long long)ps.skipped, "operators", ops);
+                       (long long)ps.skipped, "memory", memory, "operators", ops);
+}
+
+static PyObject *pipeline_release_memory(PipelineObject *self, PyObject *unused) {
+  if (pipeline_ready(self) < 0) return NULL;
+  uint64_t released = 0;
+  ladle_status st;
+  Py_BEGIN_ALLOW_THREADS
+  st = ladle_pipeline_release_memory(self->pipe, &released);
+  Py_END_ALLOW_THREADS
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
+  return PyLong_FromUnsignedLongLong(released);
 }
 
 /* The skipped samples from `start` on, as dicts. */
@@ -489,7 +512,10 @@ static PyMethodDef pipeline_methods[] = {
      "skipped(start=0) -> list of dict: the bad samples skipped, from `start` on (record, epoch, iteration, name, "
      "error)."},
     {"stats", (PyCFunction)pipeline_stats, METH_NOARGS,
-     "stats() -> dict: iterations, prepare_seconds, wait_seconds and per-operator seconds so far."},
+     "stats() -> dict: iterations, prepare_seconds, wait_seconds, skipped_samples, memory (per pool) and "
+     "per-operator seconds so far."},
+    {"release_memory", (PyCFunction)pipeline_release_memory, METH_NOARGS,
+     "release_memory() -> int: gives the pools' idle memory back to the system; returns the bytes."},
     {NULL},
 };
 

@@ -30,6 +30,15 @@ class Reader:
     ``fn.readers.file`` in a ``Pipeline(seed=...)`` with that seed.
     ``close()`` frees the reader's pipeline (also done when it is collected).
 
+    Bad data: ``on_error="skip"`` and ``max_skipped_samples=N`` (ladle's
+    arguments, not DALI's: a dynamic reader owns its pipeline, so they are
+    reader arguments here and Pipeline arguments in pipeline mode) skip a
+    record whose reading fails on bad data (an unreadable or vanished file, a
+    corrupt tar or TFRecord record) as ``Pipeline(on_error="skip")`` does:
+    its slot takes the next good sample of the batch, each skip is logged
+    (logger "ladle") and ``skipped_samples()`` lists them. Decoding happens in
+    a later call (``ladle.dynamic.decoders.image``), outside the reader.
+
     Checkpoints: ``get_state()`` is where the reader is (a dict of plain
     values: the epoch, the batches or samples of it handed out, the batch
     size and the seed); after ``set_state(state)`` (on this reader or a new
@@ -40,7 +49,7 @@ class Reader:
     _op_name = None
     _schema = None
 
-    def __init__(self, **kwargs):
+    def __init__(self, on_error="raise", max_skipped_samples=None, **kwargs):
         public = f"ladle.dynamic.{self._public_name()}"
         # The arguments fn's function takes: the schema's, plus any its Python
         # wrapper adds (fn.readers.tfrecord's features).
@@ -51,6 +60,9 @@ class Reader:
             if key not in specs:
                 raise _ladle.InvalidArgumentError(
                     f"{public}: unknown argument {key!r}; valid arguments: {', '.join(sorted(specs))}")
+        if on_error not in ("raise", "skip"):
+            raise _ladle.InvalidArgumentError(f"{public}: on_error={on_error!r}: use 'raise' or 'skip'")
+        self._errors = {"on_error": on_error, "max_skipped_samples": max_skipped_samples}
         self._public = public
         self._kwargs = {k: v for k, v in kwargs.items() if v is not None}
         self._pad = bool(self._kwargs.get("pad_last_batch", False))
@@ -71,7 +83,7 @@ class Reader:
 
     def _open(self, batch_size):
         pipe = Pipeline(batch_size=batch_size, device_id=None, seed=self._seed, prefetch_queue_depth=2,
-                        thread_pool=_exec.thread_pool())
+                        thread_pool=_exec.thread_pool(), **self._errors)
         try:
             with pipe:
                 # pad_last_batch makes every epoch end on a batch boundary; the
@@ -86,7 +98,7 @@ class Reader:
             self._meta = pipe.reader_meta(_NAME)
         except _ladle.Error as e:
             pipe.close()
-            raise _exec._renamed(e, self._op_name, self._public) from None
+            raise _exec._renamed(e, _exec.OpInfo(self._schema, self._public)) from None
         except BaseException:
             pipe.close()
             raise
@@ -229,6 +241,11 @@ class Reader:
     def _shaped(self, outs):
         """A tuple of outputs, or a dict when the reader names its outputs."""
         return dict(zip(self._keys, outs)) if self._keys else outs
+
+    def skipped_samples(self):
+        """The bad records skipped so far (on_error="skip"), as
+        Pipeline.skipped_samples gives them."""
+        return self._pipe.skipped_samples() if self._pipe is not None else []
 
     def close(self):
         if self._pipe is not None:

@@ -64,6 +64,7 @@ ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d)
 
 typedef struct cpu_job {
   ladle__node *node;
+  ladle__gpu *gpu;
   const int *slots;
   uint8_t *staging; /* pinned */
   const size_t *offsets;
@@ -83,12 +84,35 @@ static void cpu_decode_one(void *ctx, int item, int worker) {
                                         &ss->info, &ss->params, job->staging + job->offsets[item]);
   if (st == LADLE_OK) return;
   pthread_mutex_lock(&job->lock);
+  ladle__gpu_sample_failed(job->gpu, slot, st); /* skipping: the executor replaces it */
   if (slot < job->failed_slot) {
     job->failed_slot = slot;
     job->status = st;
     snprintf(job->error, sizeof job->error, "sample %d (\"%s\"): %s", slot, ss->name, ladle_last_error());
   }
   pthread_mutex_unlock(&job->lock);
+}
+
+/* Copies a CPU-decoded share to the device in one copy and adds the crops
+ * that place each image in its output slot. */
+static ladle_status place_cpu_share(ladle__gpu *g, const ladle_batch *out, const cpu_job *work, int count, size_t bytes,
+                                    ladle__gpu_crop_flip_desc *crops, int *num_crops) {
+  ladle_status st = LADLE_OK;
+  /* One copy of the whole share, which the crop kernel places: a copy per
+   * image would cost a driver call each, and the training loop contends for
+   * the driver (README.md, "Measured"). */
+  uint8_t *dev_staging = NULL;
+  LADLE_TRY(ladle__gpu_device_scratch(g, bytes, (void **)&dev_staging));
+  LADLE_TRY(ladle__cuda_copy(dev_staging, work->staging, bytes, g->stream));
+  for (int k = 0; k < count; k++) {
+    const int64_t *shape = ladle_batch_shape(out, work->slots[k]);
+    int h = (int)shape[0], w = (int)shape[1], c = (int)shape[2];
+    crops[(*num_crops)++] = (ladle__gpu_crop_flip_desc){dev_staging + work->offsets[k],
+                                                        ladle_batch_data(out, work->slots[k]), h, w, c, 1, 0, 0, w, h,
+                                                        0, 0, 0};
+  }
+done:
+  return st;
 }
 
 /* nvJPEG decodes a truncated JPEG without complaint (measured on the H200):
@@ -140,24 +164,28 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   ladle_batch *out = n->out_batches[0];
   ladle__nvjpeg_image *images = NULL;
   ladle__gpu_crop_flip_desc *crops = NULL; /* whole-image decodes to crop, where the backend has no regions */
-  int *cpu_slots = NULL, num_gpu = 0, num_cpu = 0, num_crops = 0, locked = 0, started = 0;
-  size_t *cpu_offsets = NULL, cpu_bytes = 0;
+  int *cpu_slots = NULL, *gpu_slots = NULL, num_gpu = 0, num_cpu = 0, num_crops = 0, locked = 0, started = 0;
+  size_t *cpu_offsets = NULL, *gpu_offsets = NULL, cpu_bytes = 0, gpu_bytes = 0;
   ladle__job job;
-  cpu_job work = {.node = n, .failed_slot = batch};
+  cpu_job work = {.node = n, .gpu = g, .failed_slot = batch};
+  cpu_job retry = {.node = n, .gpu = g, .failed_slot = batch};
   pthread_mutex_init(&work.lock, NULL);
+  pthread_mutex_init(&retry.lock, NULL);
   /* The per-batch lists live in worker 0's scratch, reused every iteration:
    * run_batch runs between parallel passes, and the CPU decodes below do not
    * use node scratch. */
   size_t a = (sizeof *images * (size_t)batch + 63) & ~(size_t)63;
   size_t b = (sizeof *crops * (size_t)batch + 63) & ~(size_t)63;
   size_t c = (sizeof *cpu_slots * (size_t)batch + 63) & ~(size_t)63;
+  size_t o = (sizeof *cpu_offsets * (size_t)batch + 63) & ~(size_t)63;
   uint8_t *lists = NULL;
-  LADLE_TRY(ladle__scratch(n, &(ladle__sample){.worker = 0}, a + b + c + sizeof *cpu_offsets * ((size_t)batch + 1),
-                           (void **)&lists));
+  LADLE_TRY(ladle__scratch(n, &(ladle__sample){.worker = 0}, a + b + 2 * c + 2 * o, (void **)&lists));
   images = (ladle__nvjpeg_image *)lists;
   crops = (ladle__gpu_crop_flip_desc *)(lists + a);
   cpu_slots = (int *)(lists + a + b);
-  cpu_offsets = (size_t *)(lists + a + b + c);
+  gpu_slots = (int *)(lists + a + b + c);
+  cpu_offsets = (size_t *)(lists + a + b + 2 * c);
+  gpu_offsets = (size_t *)(lists + a + b + 2 * c + o);
   ladle__nvjpeg_format format = d->color == LADLE__COLOR_BGR ? LADLE__NVJPEG_BGR
                                 : d->color == LADLE__COLOR_GRAY ? LADLE__NVJPEG_GRAY : LADLE__NVJPEG_RGB;
   for (int i = 0; i < batch; i++) {
@@ -173,6 +201,9 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
       cpu_bytes += (size_t)(shape[0] * shape[1] * shape[2] + 63) & ~(size_t)63;
       continue;
     }
+    gpu_slots[num_gpu] = i;
+    gpu_offsets[num_gpu] = gpu_bytes;
+    gpu_bytes += (size_t)(shape[0] * shape[1] * shape[2] + 63) & ~(size_t)63;
     ladle__nvjpeg_image *im = &images[num_gpu++];
     *im = (ladle__nvjpeg_image){data, size, ss->name, ladle_batch_data(out, i), (size_t)(shape[1] * shape[2]), 0, roi};
     if (cropped && sh->roi) {
@@ -200,7 +231,18 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   if (num_gpu) {
     pthread_mutex_lock(&sh->lock);
     locked = 1;
-    LADLE_TRY(ladle__nvjpeg_decode(sh->decoder, images, num_gpu, format, g->stream));
+    st = ladle__nvjpeg_decode(sh->decoder, images, num_gpu, format, g->stream);
+    if (st == LADLE_ERROR_CORRUPT_DATA || st == LADLE_ERROR_UNSUPPORTED) {
+      /* nvJPEG refused the data: its share decodes on the CPU instead, which
+       * gives each image its own verdict (a bad one fails there, naming its
+       * file, and can be skipped; one nvJPEG only disliked decodes). */
+      st = LADLE_OK;
+      num_crops = 0; /* the whole-image crops of the GPU share are void */
+      retry.slots = gpu_slots;
+      retry.offsets = gpu_offsets;
+    } else if (st != LADLE_OK) {
+      goto done;
+    }
   }
   if (locked) {
     pthread_mutex_unlock(&sh->lock);
@@ -209,24 +251,21 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   if (started) {
     ladle__parallel_wait(g->workers, &job);
     started = 0;
-    if (work.status != LADLE_OK) {
-      ladle__restore_error(work.error);
-      st = work.status;
-      goto done;
-    }
-    /* One copy of the whole CPU share, which the crop kernel below places:
-     * a copy per image would cost a driver call each, and the training loop
-     * contends for the driver (README.md, "Measured"). */
-    uint8_t *dev_staging = NULL;
-    LADLE_TRY(ladle__gpu_device_scratch(g, cpu_bytes, (void **)&dev_staging));
-    LADLE_TRY(ladle__cuda_copy(dev_staging, work.staging, cpu_bytes, g->stream));
-    for (int k = 0; k < num_cpu; k++) {
-      const int64_t *shape = ladle_batch_shape(out, cpu_slots[k]);
-      int h = (int)shape[0], w = (int)shape[1], c = (int)shape[2];
-      crops[num_crops++] = (ladle__gpu_crop_flip_desc){dev_staging + cpu_offsets[k], ladle_batch_data(out, cpu_slots[k]),
-                                                       h, w, c, 1, 0, 0, w, h, 0, 0, 0};
-    }
   }
+  if (retry.slots) {
+    LADLE_TRY(ladle__gpu_host_scratch(g, gpu_bytes, (void **)&retry.staging));
+    ladle__parallel_for(g->workers, num_gpu, cpu_decode_one, &retry);
+  }
+  /* The first failing slot of the batch, whichever share it was in (with
+   * skipping, every data failure is noted for the executor already). */
+  if (work.status != LADLE_OK || retry.status != LADLE_OK) {
+    const cpu_job *first = retry.failed_slot < work.failed_slot ? &retry : &work;
+    ladle__restore_error(first->error);
+    st = first->status;
+    goto done;
+  }
+  if (num_cpu) LADLE_TRY(place_cpu_share(g, out, &work, num_cpu, cpu_bytes, crops, &num_crops));
+  if (retry.slots) LADLE_TRY(place_cpu_share(g, out, &retry, num_gpu, gpu_bytes, crops, &num_crops));
   if (num_crops) {
     void *host = NULL, *dev = NULL;
     size_t bytes = ladle__gpu_crop_flip_param_bytes(num_crops);
@@ -237,6 +276,7 @@ done:
   if (started) ladle__parallel_wait(g->workers, &job); /* the workers write into our scratch */
   if (locked) pthread_mutex_unlock(&sh->lock);
   pthread_mutex_destroy(&work.lock);
+  pthread_mutex_destroy(&retry.lock);
   return st;
 }
 #else
