@@ -246,7 +246,7 @@ static ladle_status rob_run(ladle__node *n, ladle__sample *s) {
   if (nt >= 0 && nt != ndim)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "sample %d: argument 'threshold' has %d values for an input "
                          "of %d dimensions", s->slot, nt, ndim);
-  class_info ci;
+  class_info ci = {.num = -1}; /* classes_of fills it; initialised for gcc 13's -Wmaybe-uninitialized */
   LADLE_TRY(classes_of(n, s, &ci));
   ladle__rng rng;
   ladle__sample_rng(n, s, &rng);
