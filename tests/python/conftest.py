@@ -51,8 +51,9 @@ def dali_or_skip():
     return nvidia.dali
 
 
-def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
-    """Runs the same graph in ladle and in DALI (on the CPU, device_id=None)
+def run_both(graph, feeds, batch_size, iterations=1, seed=None, device_id=None, **pipe_args):
+    """Runs the same graph in ladle and in DALI (on the CPU, device_id=None;
+    device_id=0 lets both use the GPU: tests/python/dali/test_dali_gpu.py)
     and returns (ladle_outputs, dali_outputs): per output, the list of samples
     (NumPy copies) of all iterations.
 
@@ -66,9 +67,11 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
 
     results = []
     for lib_fn, lib_types, make in ((fn, ladle.types, lambda: ladle.Pipeline(batch_size=batch_size, num_threads=2,
-                                                                             seed=seed or 0, **pipe_args)),
+                                                                             device_id=device_id, seed=seed or 0,
+                                                                             **pipe_args)),
                                     (dfn, dtypes, lambda: dali.Pipeline(batch_size=batch_size, num_threads=2,
-                                                                       device_id=None, seed=seed or 0, **pipe_args))):
+                                                                       device_id=device_id, seed=seed or 0,
+                                                                       **pipe_args))):
         pipe = make()
         with pipe:
             nodes = {}
@@ -88,7 +91,7 @@ def run_both(graph, feeds, batch_size, iterations=1, seed=None, **pipe_args):
                 pipe.feed_input(name, np.ascontiguousarray(b) if isinstance(b, np.ndarray)
                                 else [np.asarray(x, order="C") for x in b])  # (keeps 0-d samples 0-d)
             for k, tl in enumerate(pipe.run()):
-                if lib_fn is dfn and hasattr(tl, "as_cpu"):
+                if hasattr(tl, "as_cpu"):  # GPU outputs (ladle's CPU ones return themselves)
                     tl = tl.as_cpu()
                 got[k] += [np.array(tl.at(i)) for i in range(len(tl))]
         if lib_fn is fn:
