@@ -29,8 +29,6 @@ CASES = [
     ("flip", lambda fn, t, x: fn.flip(x, horizontal=1, vertical=1), 0, 0, "exact: a permutation"),
     ("resize_shorter", lambda fn, t, x: fn.resize(x, resize_shorter=96), 1, 0.01,
      "DALI's arithmetic; float rounding of the filter sums may differ by one level"),
-    ("resize_nn", lambda fn, t, x: fn.resize(x, resize_x=64, resize_y=48, interp_type=t.INTERP_NN), 0, 0,
-     "exact: nearest neighbour"),
     ("cmn", lambda fn, t, x: fn.crop_mirror_normalize(x, crop=(64, 64), mirror=1, dtype=t.FLOAT, output_layout="CHW",
                                                      mean=[120.0, 110.0, 100.0], std=[60.0, 61.0, 62.0]),
      1e-5, 1, "float32: the same formula, rounding of the division"),
@@ -49,6 +47,22 @@ def test_gpu_operator_equals_dali(name, graph, max_level, max_fraction, why):
     ladle_out, dali_out = run_both(lambda fn, t, x: graph(fn, t, x.gpu()), {"x": [PHOTOS]}, batch_size=len(PHOTOS),
                                    device_id=0)
     compare(ladle_out, dali_out, max_level, max_fraction, f"{name} on the GPU ({why})")
+
+
+def test_gpu_nearest_neighbour_resize_follows_dali_cpu():
+    # A documented difference: DALI 2.4's GPU nearest-neighbour resize picks other
+    # source pixels than its CPU one on some images (measured on the H200,
+    # 2026-12-01: 6.6% and 6.9% of the pixels of two of these four photos, exact on
+    # the other two); ladle's GPU kernel equals its CPU kernel, which equals DALI's CPU.
+    def graph(fn, t, x):
+        return fn.resize(x, resize_x=64, resize_y=48, interp_type=t.INTERP_NN)
+
+    ladle_gpu, dali_gpu = run_both(lambda fn, t, x: graph(fn, t, x.gpu()), {"x": [PHOTOS]}, batch_size=len(PHOTOS),
+                                   device_id=0)
+    _, dali_cpu = run_both(graph, {"x": [PHOTOS]}, batch_size=len(PHOTOS))
+    compare(ladle_gpu, dali_cpu, 0, 0, "nearest-neighbour resize: ladle on the GPU vs DALI on the CPU")
+    for a, b in zip(ladle_gpu, dali_gpu):
+        assert a.shape == b.shape and np.mean(np.any(a != b, axis=2)) <= 0.1
 
 
 def test_mixed_decoder_close_to_dali():
