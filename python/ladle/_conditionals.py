@@ -469,7 +469,7 @@ def _plain_test(test, what):
 # Functions the pipeline function calls are converted too (as DALI's AutoGraph
 # does), unless they are ladle's, a library's or marked with do_not_convert.
 _LIBRARIES = frozenset({"ladle", "numpy", "torch", "torchvision", "nvidia", "PIL", "cupy"})
-_converted = weakref.WeakKeyDictionary()
+_converted: "weakref.WeakKeyDictionary[object, object]" = weakref.WeakKeyDictionary()
 
 
 def _call(func):

@@ -44,7 +44,7 @@ from . import _ladle, types
 
 _SHM_DIR = "/dev/shm" if os.path.isdir("/dev/shm") else tempfile.gettempdir()
 _pool_ids = itertools.count(1)
-_pools = weakref.WeakSet()
+_pools: "weakref.WeakSet[object]" = weakref.WeakSet()
 _STOP_WAIT = 1.0  # seconds a worker gets to exit before it is killed
 
 

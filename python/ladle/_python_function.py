@@ -53,10 +53,10 @@ _state = threading.local()
 # Pipelines with Python functions, closed at exit while their executors can
 # still take the GIL: once the interpreter finalizes, a thread asking for it is
 # ended in place (pthread_exit), which would abort the process.
-_live = weakref.WeakSet()
+_live: "weakref.WeakSet[object]" = weakref.WeakSet()
 
 
-_deferred = []  # C pipelines whose close was asked for inside a function (see defer_close)
+_deferred: list = []  # C pipelines whose close was asked for inside a function (see defer_close)
 
 
 def in_function():

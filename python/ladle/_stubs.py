@@ -53,7 +53,7 @@ _DType = Any  # a types.DALIDataType, a dtype name, a NumPy or torch dtype (type
 # The functions and classes beside the generated ones in ladle.dynamic's namespaces.
 _DYN_EXTRAS = {"Reader": None, "set_seed": "def set_seed(seed: int) -> None: ...",
                "get_seed": "def get_seed() -> int: ...", "RNG": None,
-               "get_default_rng": "def get_default_rng() -> RNG: ..."}
+               "get_default_rng": "def get_default_rng() -> _RNG: ..."}
 
 # Per-sample values in the eager API: a Batch (an operator's result) or a list of values.
 _DYN_PER_SAMPLE = "Batch, Sequence[Any]"
@@ -130,7 +130,7 @@ def _dyn_function(name, schema, indent):
     pad = " " * indent
     args = _arguments(schema, [], _DYN_PER_SAMPLE, ("device", "batch_size", "rng"))
     if "random" in schema["flags"]:
-        args.append("rng: Optional[RNG] = ...")
+        args.append("rng: Optional[_RNG] = ...")
     params = ", ".join(["*inputs: Any", "device: Optional[str] = ...", "batch_size: Optional[int] = ..."] + args)
     # A Batch in gives a Batch out, a sample a Tensor: the result is typed Any.
     return [pad + f"def {name}({params}) -> Any: ..."]
@@ -140,7 +140,7 @@ def _reader_class(cls_name, schema, function, indent):
     pad = " " * indent
     args = _arguments(schema, _extra_params(function, schema), _DYN_PER_SAMPLE, ())
     args += ["on_error: str = ...", "max_skipped_samples: Optional[Union[int, float]] = ..."]  # Reader's own
-    return [pad + f"class {cls_name}(Reader):",
+    return [pad + f"class {cls_name}(_Reader):",
             pad + f"    def __init__(self, *, {', '.join(args)}) -> None: ..."]
 
 
@@ -190,10 +190,10 @@ def _emit_dynamic(tree, indent, lines):
                 lines.append(pad + "    pass")
         elif key == "Reader":
             if indent:  # readers.Reader; the module's own Reader is imported above
-                lines.append(pad + "Reader = Reader")
+                lines.append(pad + "Reader = _Reader")
         elif key == "RNG":
             if indent:  # random.RNG; the module imports RNG above
-                lines.append(pad + "RNG = RNG")
+                lines.append(pad + "RNG = _RNG")
         elif key in _DYN_EXTRAS:
             if indent:
                 lines.append(pad + "@staticmethod")
@@ -231,8 +231,10 @@ def dynamic_stub():
              "from ._data import Batch as Batch, Tensor as Tensor, as_batch as as_batch, as_tensor as as_tensor, "
              "batch as batch, tensor as tensor",
              "from ._exec import clear_cache as clear_cache",
-             "from ._random import RNG as RNG",
-             "from ._readers import Reader as Reader, make_reader_class as make_reader_class",
+             # _RNG/_Reader: names that the classes random and readers, which
+             # re-export RNG and Reader, do not shadow in their annotations.
+             "from ._random import RNG as RNG, RNG as _RNG",
+             "from ._readers import Reader as Reader, Reader as _Reader, make_reader_class as make_reader_class",
              "from ._stream import Stream as Stream, get_current_stream as get_current_stream, "
              "get_default_stream as get_default_stream, set_current_stream as set_current_stream, "
              "set_default_stream as set_default_stream, stream as stream",

@@ -73,7 +73,7 @@ def stream(*, stream=None, device_id=None):
                                                                                  device_id=device_id)
 
 
-_default = {}
+_default: dict = {}
 _local = threading.local()
 
 
