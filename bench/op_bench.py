@@ -372,9 +372,9 @@ def child_main(args):
     keep = []  # helper pipelines whose outputs are in use
     inputs = {}
 
-    def resident(key, samples, layout):
+    def resident(key, samples, layout, device=True):
         if key not in inputs:
-            tl, pipe = lib.resident(samples, layout, on_device)
+            tl, pipe = lib.resident(samples, layout, on_device and device)
             keep.append(pipe)
             inputs[key] = tl
         return inputs[key]
@@ -416,7 +416,7 @@ def run_case(lib, case, spec, images, shapes, resident, out_dir):
                                layout=None if case.input == "labels" else "HWC")
         extra = {}
         for name, make in case.extra.items():
-            tl = resident(f"{case.id}/{name}", make(shapes), None)
+            tl = resident(f"{case.id}/{name}", make(shapes), None, device=False)  # arguments: host memory
             extra[name] = fn.external_source(source=_constant(tl), no_copy=True, batch=True)
         out = case.graph(fn, types, x, **extra)
         pipe.set_outputs(out)
@@ -640,7 +640,7 @@ def print_result(r):
     """The table of a result (also bench/report.py's for these files)."""
     s, sw = r["settings"], r.get("software") or {}
     print(f"per-operator throughput, {s['device'].upper()}, batch {s['batch']} "
-          f"({r['data']['pixels_per_batch'] / 1e6:.1f} Mpx of input: {r['data']['source']}), median of "
+          f"({r['data']['pixels_per_batch'] / 1e6:.2f} Mpx of input: {r['data']['source']}), median of "
           f"{s['passes']} passes; ladle {sw.get('ladle')}, DALI {sw.get('dali') or '-'}")
     print_table(r["ops"], f"DALI column skipped: {r['dali']}" if r.get("dali") else None)
     if r.get("left_out_here"):
@@ -724,7 +724,7 @@ def main(argv=None):
     images, where = load_images(args)
     pixels_total = sum(im.shape[0] * im.shape[1] for im in images)
     print(f"op_bench: {device.upper()}, batch {len(images)} uint8 HWC images from {where}, "
-          f"{pixels_total / len(images) / 1e3:.0f} kpx mean ({pixels_total / 1e6:.1f} Mpx a batch); "
+          f"{pixels_total / len(images) / 1e3:.0f} kpx mean ({pixels_total / 1e6:.2f} Mpx a batch); "
           f"{args.passes} passes of ~{args.pass_seconds} s per row; {len(rows)} rows", flush=True)
     work = tempfile.mkdtemp(prefix="op-bench-")
     np.savez(os.path.join(work, "images.npz"), **{f"i{i}": im for i, im in enumerate(images)})

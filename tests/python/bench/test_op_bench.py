@@ -34,6 +34,7 @@ def test_check_catches_a_difference():
     assert not op_bench.check(case, a, [a[0].astype(np.float32)], a)[0]  # dtypes
 
 
+@pytest.mark.slow
 def test_quick_cpu_run_has_both_libraries_and_agreeing_outputs(tmp_path):
     pytest.importorskip("nvidia.dali")
     out = tmp_path / "ops.json"
