@@ -407,21 +407,21 @@ def run_case(lib, case, spec, images, shapes, resident, out_dir):
         x_tl = resident("labels", _labels(shapes), None)
     else:
         x_tl = resident("images", images, "HWC")
+    extra_tls = {name: resident(f"{case.id}/{name}", make(shapes), None, device=False)  # arguments: host memory
+                 for name, make in case.extra.items()}
     t0 = time.perf_counter()
     pipe = lib.pipeline(n)
-    with pipe:
-        x = fn.external_source(source=_constant(x_tl), device=lib.device, no_copy=True, batch=True,
-                               dtype=lib.type_of(np.int32 if case.input == "labels" else np.uint8),
-                               ndim=0 if case.input == "labels" else 3,
-                               layout=None if case.input == "labels" else "HWC")
-        extra = {}
-        for name, make in case.extra.items():
-            tl = resident(f"{case.id}/{name}", make(shapes), None, device=False)  # arguments: host memory
-            extra[name] = fn.external_source(source=_constant(tl), no_copy=True, batch=True)
-        out = case.graph(fn, types, x, **extra)
-        pipe.set_outputs(out)
-    pipe.build()
     try:
+        with pipe:
+            x = fn.external_source(source=_constant(x_tl), device=lib.device, no_copy=True, batch=True,
+                                   dtype=lib.type_of(np.int32 if case.input == "labels" else np.uint8),
+                                   ndim=0 if case.input == "labels" else 3,
+                                   layout=None if case.input == "labels" else "HWC")
+            extra = {name: fn.external_source(source=_constant(tl), no_copy=True, batch=True)
+                     for name, tl in extra_tls.items()}
+            out = case.graph(fn, types, x, **extra)
+            pipe.set_outputs(out)
+        pipe.build()
         (first,) = pipe.run()
         lib.sync()
         build_s = time.perf_counter() - t0
