@@ -664,7 +664,7 @@ def main(argv=None):
     p.add_argument("--data", help="an image tree (class folders, e.g. make_bench_set.py's); --batch files are "
                                   "decoded once, spread over the classes")
     p.add_argument("--passes", type=int, default=5)
-    p.add_argument("--pass-seconds", type=float, default=0.25, help="about this long per timed pass")
+    p.add_argument("--pass-seconds", type=float, default=0.2, help="about this long per timed pass")
     p.add_argument("--warmup", type=int, default=5, help="warm-up iterations (at least --warmup-seconds of them)")
     p.add_argument("--warmup-seconds", type=float, default=0.2)
     p.add_argument("--min-iters", type=int, default=2, help="iterations per pass at least")
