@@ -687,6 +687,7 @@ def main(argv=None):
     if args.child:
         return child_main(args)
 
+    deadline = common.Deadline(args.time_budget)
     ladle, reason = common.import_ladle()
     if ladle is None:
         print(reason, file=sys.stderr)
@@ -745,7 +746,6 @@ def main(argv=None):
         if not ok:
             print(f"op_bench: the {lib} child {ch.error}", file=sys.stderr)
     start = time.monotonic()
-    deadline = common.Deadline(args.time_budget)
     results = []
     for k, i in enumerate(rows):
         case = CASES[i]
