@@ -281,6 +281,20 @@ def test_functional_against_torchvision(images):
         F.normalize(img, MEAN, STD)
 
 
+def test_v2_exports_the_same_transforms():
+    import ladle.torchvision.v2 as v2
+
+    assert set(T.__all__) - {"v2"} == set(v2.__all__) - {"functional"} and "Compose" in v2.__all__
+    assert all(getattr(T, name) is getattr(v2, name) for name in v2.__all__ if name != "functional")
+
+
+def test_device_argument_checked():
+    with pytest.raises(ladle.InvalidArgumentError, match="Compose: device"):
+        T.Compose([T.Resize(20)], device="tpu")
+    with pytest.raises(ladle.InvalidArgumentError, match="resize: device"):
+        F.resize(torch.zeros(3, 8, 8, dtype=torch.uint8), 4, device="tpu")
+
+
 # --- GPU ------------------------------------------------------------------------------
 
 @pytest.mark.gpu

@@ -189,6 +189,18 @@ def test_colour_needs_uint8(images):
         T.ColorJitter(brightness=0.5)(images[0])
 
 
+def test_gray_mean_same_from_numpy_and_torch(images):
+    """The contrast centre from a host image and from a torch tensor (the
+    CUDA inputs' path, run here on the CPU) is one number: an exact mean."""
+    from ladle.torchvision._color import gray_mean
+
+    for img in images:
+        hwc = img.permute(1, 2, 0)
+        a = np.ascontiguousarray(hwc.numpy())
+        assert gray_mean(a) == gray_mean(hwc)
+        assert gray_mean(a[:, :, :1]) == gray_mean(hwc[:, :, :1]) == a[:, :, 0].astype(np.float64).mean()
+
+
 @pytest.mark.gpu
 def test_gpu_matches_cpu(images):
     batch = jitter_batch(images)

@@ -312,13 +312,83 @@ static int dtype_from_dl(DLDataType t, ladle_dtype *out) {
   return -1;
 }
 
+/* batch_from_dlpack's shapes: a sequence of per-sample shape sequences of one
+ * rank, as a PyMem block of num * ndim values. 0, or -1 with an exception. */
+static int read_shapes(PyObject *obj, int64_t **out, int *num, int *ndim) {
+  PyObject *seq = PySequence_Fast(obj, "batch_from_dlpack: shapes must be a sequence of shape tuples");
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  int64_t *shapes = NULL;
+  int rank = -1;
+  if (n > INT32_MAX) {
+    ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: too many shapes");
+    goto fail;
+  }
+  for (Py_ssize_t i = 0; i < n; i++) {
+    PyObject *shape = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "batch_from_dlpack: a shape must be a sequence");
+    if (!shape) goto fail;
+    Py_ssize_t nd = PySequence_Fast_GET_SIZE(shape);
+    if (rank < 0) {
+      rank = (int)nd;
+      if (nd > LADLE_MAX_NDIM) {
+        Py_DECREF(shape);
+        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: samples have at most %d dimensions",
+                               LADLE_MAX_NDIM);
+        goto fail;
+      }
+      shapes = PyMem_Calloc((size_t)n * (size_t)rank + 1, sizeof *shapes);
+      if (!shapes) {
+        Py_DECREF(shape);
+        PyErr_NoMemory();
+        goto fail;
+      }
+    } else if (nd != rank) {
+      Py_DECREF(shape);
+      ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: the shapes have different ranks");
+      goto fail;
+    }
+    for (int d = 0; d < rank; d++) {
+      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(shape, d));
+      if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(shape);
+        goto fail;
+      }
+      if (v < 0) {
+        Py_DECREF(shape);
+        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: shape %d has a negative extent",
+                               (int)i);
+        goto fail;
+      }
+      shapes[(size_t)i * rank + d] = v;
+    }
+    Py_DECREF(shape);
+  }
+  Py_DECREF(seq);
+  if (!shapes) {
+    ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: shapes is empty");
+    return -1;
+  }
+  *out = shapes;
+  *num = (int)n;
+  *ndim = rank;
+  return 0;
+fail:
+  PyMem_Free(shapes);
+  Py_DECREF(seq);
+  return -1;
+}
+
 PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", NULL};
-  PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL;
+  static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", "shapes", "ready_stream", NULL};
+  PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL, *shapes_obj = Py_None, *ready = Py_None;
   const char *layout = NULL;
   int as_bool = 0; /* a uint8 tensor of 0/1 that is a bool tensor (PyTorch < 2.0 exports bool so) */
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Ozp:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool))
+  int64_t *shapes = NULL; /* with `shapes`: one shape per sample, the samples back to back in the tensor */
+  int num_shapes = 0, shapes_ndim = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OzpOO:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool,
+                                   &shapes_obj, &ready))
     return NULL;
+  if (shapes_obj != Py_None && read_shapes(shapes_obj, &shapes, &num_shapes, &shapes_ndim) < 0) return NULL;
   ladle__py_run_deferred_deleters();
   if (stream == Py_None) {
     capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
@@ -343,7 +413,7 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     goto done;
   }
   if (as_bool && dtype == LADLE_UINT8) dtype = LADLE_BOOL;
-  if (t->ndim < 1 || t->ndim > LADLE_MAX_NDIM + 1) {
+  if (t->ndim < 1 || (!shapes && t->ndim > LADLE_MAX_NDIM + 1)) {
     ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
                  "batch_from_dlpack: expects a tensor [num_samples, ...] of 1 to %d dimensions, got %d",
                  LADLE_MAX_NDIM + 1, (int)t->ndim);
@@ -374,19 +444,47 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: too many samples (%lld)", (long long)t->shape[0]);
     goto done;
   }
+  if (shapes) { /* the samples' elements must be the tensor's */
+    int64_t have = 1, want = 0;
+    for (int d = 0; d < t->ndim; d++) have *= t->shape[d];
+    for (int i = 0; i < num_shapes; i++) {
+      int64_t n = 1;
+      for (int d = 0; d < shapes_ndim; d++) n *= shapes[(size_t)i * shapes_ndim + d];
+      want += n;
+    }
+    if (have != want) {
+      ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                             "batch_from_dlpack: the shapes hold %lld elements, the tensor %lld", (long long)want,
+                             (long long)have);
+      goto done;
+    }
+  }
+  void *ready_stream = NULL;
+  if (ready != Py_None) {
+    ready_stream = PyLong_AsVoidPtr(ready);
+    if (PyErr_Occurred()) goto done;
+  }
   /* The batch takes the tensor over: the capsule must no longer delete it. */
   if (PyCapsule_SetName(capsule, "used_dltensor") < 0) goto done;
   ladle_batch *b = NULL;
-  ladle_status st = ladle_batch_wrap(dtype, (int)t->shape[0], t->ndim - 1, t->shape + 1, layout, device,
-                                     t->device.device_id, (uint8_t *)t->data + t->byte_offset, defer_deleter, mt,
-                                     &b);
+  uint8_t *data = (uint8_t *)t->data + t->byte_offset;
+  ladle_status st = shapes ? ladle_batch_wrap_samples(dtype, num_shapes, shapes_ndim, shapes, layout, device,
+                                                      t->device.device_id, data, defer_deleter, mt, &b)
+                           : ladle_batch_wrap(dtype, (int)t->shape[0], t->ndim - 1, t->shape + 1, layout, device,
+                                              t->device.device_id, data, defer_deleter, mt, &b);
   if (st != LADLE_OK) {
     PyCapsule_SetName(capsule, "dltensor"); /* the capsule deletes it after all */
     ladle__py_raise_status(st);
     goto done;
   }
+  if (ready != Py_None && (st = ladle_batch_record_ready(b, ready_stream)) != LADLE_OK) {
+    ladle_batch_release(b); /* its release hands the tensor back to the producer's deleter */
+    ladle__py_raise_status(st);
+    goto done;
+  }
   result = ladle__py_batch_wrap(b);
 done:
+  PyMem_Free(shapes);
   Py_DECREF(capsule);
   return result;
 }
