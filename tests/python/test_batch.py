@@ -251,9 +251,8 @@ def test_ragged_wrap_of_a_flat_array_without_copy():
     assert dense.is_dense_tensor() and torch.equal(torch.from_dlpack(dense), torch.arange(12).view(2, 2, 3))
     with pytest.raises(ladle.InvalidArgumentError, match="shapes hold 9 elements, the tensor 10"):
         _ladle.batch_from_dlpack(flat, shapes=[(2, 3, 1), (3, 1, 1)])
-    with pytest.raises(ladle.InvalidArgumentError, match="different ranks"):
+    with pytest.raises(ladle.InvalidArgumentError, match="batch_from_dlpack: all samples need the same number"):
         _ladle.batch_from_dlpack(flat, shapes=[(6,), (4, 1)])
-    with pytest.raises(ladle.InvalidArgumentError, match="negative"):
+    with pytest.raises(ladle.InvalidArgumentError, match="negative extent"):
         _ladle.batch_from_dlpack(flat, shapes=[(-1,)])
-    with pytest.raises(ladle.InvalidArgumentError, match="empty"):
-        _ladle.batch_from_dlpack(flat, shapes=[])
+    assert len(TensorList(_ladle.batch_from_dlpack(np.zeros(0, np.uint8), shapes=[]))) == 0

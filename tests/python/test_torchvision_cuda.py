@@ -9,7 +9,6 @@ on [0, 1] images, a 400th of a uint8 level). Runs on the GPU machine."""
 
 import contextlib
 
-import numpy as np
 import pytest
 
 import ladle
@@ -17,6 +16,7 @@ from ladle.tensors import TensorList
 
 torch = pytest.importorskip("torch")
 import ladle.torchvision as T  # noqa: E402
+from conftest import photo_chw  # noqa: E402
 import ladle.torchvision.v2.functional as F  # noqa: E402
 
 pytestmark = pytest.mark.gpu
@@ -27,11 +27,8 @@ SHAPES = [(37, 53), (64, 48), (31, 31), (80, 121)]
 
 
 def image(h, w, seed):
-    """A uint8 [3, H, W] host tensor: gradients plus noise, like a photo."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], 0)
-    return torch.from_numpy(np.clip(base + rng.normal(0, 30, (3, h, w)), 0, 255).astype(np.uint8))
+    """A uint8 [3, H, W] tensor like a photo (conftest.photo_chw)."""
+    return torch.from_numpy(photo_chw(h, w, seed))
 
 
 def host_inputs(dtype=torch.uint8):

@@ -312,72 +312,6 @@ static int dtype_from_dl(DLDataType t, ladle_dtype *out) {
   return -1;
 }
 
-/* batch_from_dlpack's shapes: a sequence of per-sample shape sequences of one
- * rank, as a PyMem block of num * ndim values. 0, or -1 with an exception. */
-static int read_shapes(PyObject *obj, int64_t **out, int *num, int *ndim) {
-  PyObject *seq = PySequence_Fast(obj, "batch_from_dlpack: shapes must be a sequence of shape tuples");
-  if (!seq) return -1;
-  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-  int64_t *shapes = NULL;
-  int rank = -1;
-  if (n > INT32_MAX) {
-    ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: too many shapes");
-    goto fail;
-  }
-  for (Py_ssize_t i = 0; i < n; i++) {
-    PyObject *shape = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "batch_from_dlpack: a shape must be a sequence");
-    if (!shape) goto fail;
-    Py_ssize_t nd = PySequence_Fast_GET_SIZE(shape);
-    if (rank < 0) {
-      rank = (int)nd;
-      if (nd > LADLE_MAX_NDIM) {
-        Py_DECREF(shape);
-        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: samples have at most %d dimensions",
-                               LADLE_MAX_NDIM);
-        goto fail;
-      }
-      shapes = PyMem_Calloc((size_t)n * (size_t)rank + 1, sizeof *shapes);
-      if (!shapes) {
-        Py_DECREF(shape);
-        PyErr_NoMemory();
-        goto fail;
-      }
-    } else if (nd != rank) {
-      Py_DECREF(shape);
-      ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: the shapes have different ranks");
-      goto fail;
-    }
-    for (int d = 0; d < rank; d++) {
-      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(shape, d));
-      if (v == -1 && PyErr_Occurred()) {
-        Py_DECREF(shape);
-        goto fail;
-      }
-      if (v < 0) {
-        Py_DECREF(shape);
-        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: shape %d has a negative extent",
-                               (int)i);
-        goto fail;
-      }
-      shapes[(size_t)i * rank + d] = v;
-    }
-    Py_DECREF(shape);
-  }
-  Py_DECREF(seq);
-  if (!shapes) {
-    ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: shapes is empty");
-    return -1;
-  }
-  *out = shapes;
-  *num = (int)n;
-  *ndim = rank;
-  return 0;
-fail:
-  PyMem_Free(shapes);
-  Py_DECREF(seq);
-  return -1;
-}
-
 PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", "shapes", "ready_stream", NULL};
   PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL, *shapes_obj = Py_None, *ready = Py_None;
@@ -385,10 +319,13 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
   int as_bool = 0; /* a uint8 tensor of 0/1 that is a bool tensor (PyTorch < 2.0 exports bool so) */
   int64_t *shapes = NULL; /* with `shapes`: one shape per sample, the samples back to back in the tensor */
   int num_shapes = 0, shapes_ndim = 0;
+  int64_t want = 0;
   if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OzpOO:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool,
                                    &shapes_obj, &ready))
     return NULL;
-  if (shapes_obj != Py_None && read_shapes(shapes_obj, &shapes, &num_shapes, &shapes_ndim) < 0) return NULL;
+  if (shapes_obj != Py_None &&
+      ladle__py_read_shapes(shapes_obj, "batch_from_dlpack", &shapes, &num_shapes, &shapes_ndim, &want) < 0)
+    return NULL;
   ladle__py_run_deferred_deleters();
   if (stream == Py_None) {
     capsule = PyObject_CallMethod(obj, "__dlpack__", NULL);
@@ -400,7 +337,10 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     Py_XDECREF(kwargs);
     Py_XDECREF(method);
   }
-  if (!capsule) return NULL;
+  if (!capsule) {
+    PyMem_Free(shapes);
+    return NULL;
+  }
   DLManagedTensor *mt = PyCapsule_GetPointer(capsule, "dltensor");
   if (!mt) goto done;
   const DLTensor *t = &mt->dl_tensor;
@@ -445,13 +385,8 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     goto done;
   }
   if (shapes) { /* the samples' elements must be the tensor's */
-    int64_t have = 1, want = 0;
+    int64_t have = 1;
     for (int d = 0; d < t->ndim; d++) have *= t->shape[d];
-    for (int i = 0; i < num_shapes; i++) {
-      int64_t n = 1;
-      for (int d = 0; d < shapes_ndim; d++) n *= shapes[(size_t)i * shapes_ndim + d];
-      want += n;
-    }
     if (have != want) {
       ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
                              "batch_from_dlpack: the shapes hold %lld elements, the tensor %lld", (long long)want,
