@@ -343,7 +343,7 @@ def cuda_batch(tensors, layout=None):
     stream = torch.cuda.current_stream(device).cuda_stream
     shapes = [tuple(t.shape) for t in tensors]
     if all(shape == shapes[0] for shape in shapes):
-        packed = torch.stack([t.detach() for t in tensors])
+        packed = torch.stack([t.detach() for t in tensors]).contiguous()
         return _ladle.batch_from_dlpack(packed, layout=layout, ready_stream=stream)
     flat = torch.empty(sum(t.numel() for t in tensors), dtype=tensors[0].dtype, device=device)
     start = 0

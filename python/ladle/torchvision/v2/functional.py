@@ -46,8 +46,9 @@ _GPU_LOCK = threading.Lock()
 
 
 def _device(device, inputs, who):
-    """"cpu" or "gpu": the given device, or (None) where the images are.
-    CUDA tensors run on their GPU; device=None with them is an error."""
+    """The device a call runs on, "cpu" or "gpu": the given one, or (None)
+    where the images are. CUDA tensors run on their GPU; device="cpu" with
+    them is an error (ladle copies no pixels to the host behind the caller)."""
     if device is not None and str(device).lower() not in ("cpu", "gpu", "cuda"):
         raise _ladle.InvalidArgumentError(f"{who}: device must be 'cpu', 'gpu' or None, got {device!r}")
     dev = None if device is None else ("gpu" if str(device).lower() in ("gpu", "cuda") else "cpu")
