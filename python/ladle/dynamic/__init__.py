@@ -50,6 +50,10 @@ draws what sample i of the first iteration of a Pipeline(seed=mix(S, k))
 draws. ``random.set_seed`` restarts the default generator (seed 0 at import).
 Readers shuffle with their ``seed`` argument, else the default seed when made.
 
+Capture. ``reader.next_epoch(batch_size=n, capture=True)`` (DALI's capture
+mode) traces the loop body's first step and runs the later ones as one
+pipeline fed by the reader, ahead of the loop, with the same results.
+
 Checkpoints. Readers and RNGs have get_state/set_state;
 ``checkpoint.Checkpoint`` collects, saves and restores them, and a resumed
 run continues with the same bytes. torchdata.nodes nodes: ``pytorch.nodes``.
@@ -66,6 +70,7 @@ from ._context import (CACHE_SIZE, Device, EvalContext, EvalMode, ThreadPool, de
                        set_num_threads)
 from ._data import Batch, Tensor, as_batch, as_tensor, batch, tensor
 from ._exec import clear_cache
+from ._capture import CaptureError
 from ._readers import Reader, make_reader_class
 from ._stream import Stream, get_current_stream, get_default_stream, set_current_stream, set_default_stream, stream
 from . import checkpoint
@@ -106,7 +111,8 @@ def _signature(schema, random):
             params.append(P(f"input_{i}", P.POSITIONAL_ONLY, default=P.empty if i < lo else None))
     params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
     seen = {"batch_size", "device"}
-    for a in list(schema["args"]) + list(_fn._COMMON_ARGS.values()):
+    extra = [{"name": k, "required": True} for k in getattr(_exec._fn_op(schema["name"]), "python_args", None) or {}]
+    for a in extra + list(schema["args"]) + list(_fn._COMMON_ARGS.values()):
         if a["name"] in seen or not a["name"].isidentifier():
             continue
         seen.add(a["name"])
@@ -173,6 +179,7 @@ _populate()
 __all__ = [
     "Batch",
     "CACHE_SIZE",
+    "CaptureError",
     "DType",
     "DataType",
     "Device",

@@ -193,6 +193,43 @@ class _Future:
         return self._value
 
 
+class _CallFuture:
+    """The outputs of a deferred operator call: fed to its graph at once when
+    its inputs are data (the call's ticket), or by the context's worker once
+    they are; result() takes them, waiting for that graph's iteration."""
+
+    __slots__ = ("_attached", "_call", "_submitted", "_value", "_error")
+
+    def __init__(self, call):
+        self._attached = threading.Event()
+        self._call, self._submitted, self._value, self._error = call, None, None, None
+
+    def attach(self):
+        try:
+            self._submitted = self._call.submit()
+        except BaseException as e:  # handed to whoever uses the result
+            self._error = e
+        self._attached.set()
+
+    def done(self):
+        if not self._attached.is_set():
+            return False
+        return self._error is not None or self._value is not None or self._submitted[1].done
+
+    def result(self):
+        self._attached.wait()
+        if self._error is not None:
+            raise self._error
+        if self._value is None:
+            try:
+                self._value = self._call.collect(*self._submitted)
+            except BaseException as e:
+                self._error = e
+                raise
+            self._call = self._submitted = None
+        return self._value
+
+
 class _Worker:
     """One thread running queued calls in order (EvalMode.deferred)."""
 
@@ -345,6 +382,22 @@ class EvalContext:
             self._pending = [f for f in self._pending if not f.done()]
             self._pending.append(future)
             return future
+
+    def _submit_call(self, call):
+        """Queues an operator call (EvalMode.deferred): fed now when its inputs
+        are data, else by the worker, which waits for them (never for the
+        call's own outputs, so independent calls run side by side)."""
+        future = _CallFuture(call)
+        if call.ready():
+            future.attach()
+            with self._lock:
+                self._pending = [f for f in self._pending if not f.done()]
+                self._pending.append(future)
+        else:
+            self._submit(future.attach)
+            with self._lock:
+                self._pending.append(future)
+        return future
 
     def evaluate_all(self):
         """Waits for every call queued in this context; raises the first error."""
