@@ -40,8 +40,9 @@ used closed first. Random operators too: their pipeline is fed the call's
 seed (drawn from ``rng``), so steady-state calls build nothing. An
 ``EvalContext(num_threads=, device_id=, cuda_stream=, thread_pool=)`` holds
 the thread pool, device and stream; ``EvalMode`` says when the work is done
-(``deferred``: queued on the context's worker thread, results wait when used;
-``eager``, the default: done when the call returns on the host). There is no
+(``deferred``: fed to the call's graph at once, or by the context's worker
+once its inputs exist, results wait when used; ``eager``, the default: done
+when the call returns on the host). There is no
 fusion across calls (a pipeline fuses resize into crop_mirror_normalize on the
 GPU; separate calls do not).
 

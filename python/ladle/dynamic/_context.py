@@ -22,11 +22,15 @@ class EvalMode(enum.Enum):
     ``with ldd.EvalMode.deferred: ...``), from the least to the most
     synchronous, as in DALI:
 
-    - ``deferred``: the call checks its arguments and returns at once; the
-      work is queued on the context's worker thread, in call order, and a
-      result waits for it when its data is used (``.torch()``, ``np.asarray``,
-      ``.shape``, ``evaluate()``, an operator taking it). Errors of the work
-      (bad data) are raised there.
+    - ``deferred``: the call checks its arguments and returns at once. A
+      call whose inputs are data is fed to its graph there and then (the
+      graph's executor works on it while Python goes on); one that takes
+      results not computed yet is queued on the context's worker thread,
+      which feeds it, in call order, once they are. A result waits for its
+      graph when its data is used (``.torch()``, ``np.asarray``, ``.shape``,
+      ``evaluate()``, an operator taking it), so independent calls run side
+      by side. Random calls draw their seeds in call order, so the bytes are
+      eager mode's. Errors of the work (bad data) are raised there.
     - ``eager`` (``default``): the call returns when the host work is done;
       GPU work may still be queued on the context's stream (consumers are
       ordered after it through DLPack's stream protocol).

@@ -452,7 +452,8 @@ class _Call:
         try:
             return collect(entry, ticket, key, self.ctx)
         except _ladle.Error as e:
-            raise _renamed(e, self.info, batches) from None
+            error = _renamed(e, self.info, batches)
+        raise error from error.__cause__  # a Python function's exception, or None
 
     def ready(self):
         """Whether the inputs are data now (no deferred result among them)."""
@@ -564,6 +565,7 @@ def _renamed(e, info, batches=()):
 
     text = re.sub(r"sample (\d+) of iteration \d+(?: \(record \d+, epoch \d+, \"[^\"]*\"\))?: (?:\(unnamed\): )?",
                   r"sample \1: ", text)
+    text = re.sub(r"^iteration \d+: (?:" + re.escape(info.name) + ": )?", "", text)
     if info.public not in text:
         text = f"{info.public}: {text}"
     m = re.search(r"sample (\d+)", text)
@@ -572,9 +574,11 @@ def _renamed(e, info, batches=()):
         if origin:
             text += f" (the sample came from {origin})"
     try:
-        return type(e)(text)
+        new = type(e)(text)
     except Exception:
         return e
+    new.__cause__ = e.__cause__  # a Python function's exception stays chained
+    return new
 
 
 def _origin_of(batches, i):

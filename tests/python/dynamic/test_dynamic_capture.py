@@ -16,8 +16,8 @@ ldd = pytest.importorskip("ladle.dynamic")
 MEAN, STD = [0.485 * 255, 0.456 * 255, 0.406 * 255], [0.229 * 255, 0.224 * 255, 0.225 * 255]
 
 
-def train_step(jpegs, rng):
-    images = ldd.decoders.image_random_crop(jpegs, rng=rng)
+def train_step(jpegs, rng, device=None):
+    images = ldd.decoders.image_random_crop(jpegs, rng=rng, device=device)
     images = ldd.resize(images, resize_x=40, resize_y=32)
     mirror = ldd.random.coin_flip(batch_size=len(jpegs), probability=0.5, rng=rng)
     return ldd.crop_mirror_normalize(images, dtype=ldd.float16, output_layout="CHW", mean=MEAN, std=STD,
@@ -175,3 +175,15 @@ def test_capture_needs_batches():
     with pytest.raises(ladle.InvalidArgumentError, match="capture=True"):
         reader.next_epoch(capture=True)
     reader.close()
+
+
+@pytest.mark.gpu
+def test_captured_gpu_training_loop_gives_eager_bytes():
+    # On the GPU the captured graph fuses resize into crop_mirror_normalize (same bytes as two kernels).
+    def step(jpegs, rng):
+        return train_step(jpegs, rng, device="gpu")
+
+    eager, eager_state = run_epochs(False, step=step, batch_size=8)
+    captured, captured_state = run_epochs(True, step=step, batch_size=8)
+    assert_same(eager, captured)
+    assert eager_state == captured_state
