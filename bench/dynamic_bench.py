@@ -13,8 +13,12 @@ mirror -> normalize -> float16 CHW -> torch), on the GPU when there is one
 (--device), else on the CPU:
   ladle-pipeline   ladle pipeline mode (prefetching executor)
   ladle-dynamic    the same calls through ladle.dynamic, eager
-  ladle-deferred   the same in EvalMode.deferred (calls queued on the worker thread)
+  ladle-deferred   the same in EvalMode.deferred (calls fed to their graphs at once, or by the worker
+                   thread once their inputs exist; results taken when used)
+  ladle-captured   the same loop with reader.next_epoch(capture=True): the body traced in the first
+                   step, later steps run as one pipeline ahead of the loop
   dali-dynamic     DALI's dynamic mode (skipped, with the reason, when DALI does not import)
+  dali-captured    DALI's dynamic mode with next_epoch(capture=True) (DALI 2.3+)
 Each figure is the median of --passes passes of --images images after one
 warm-up pass. Results: a table and JSON under bench/results/
 <date>-<host>-<commit>-dynamic.json (or --json PATH).
@@ -117,7 +121,7 @@ def ladle_pipeline(ladle, args, gpu):
     return batches(), pipe.close
 
 
-def ladle_dynamic(ladle, args, gpu, deferred=False):
+def ladle_dynamic(ladle, args, gpu, deferred=False, capture=False):
     ldd = __import__("ladle.dynamic", fromlist=["_"])
     ctx = ldd.EvalContext(num_threads=args.threads)
     reader = ldd.readers.File(file_root=args.data, random_shuffle=True, seed=1)
@@ -134,7 +138,7 @@ def ladle_dynamic(ladle, args, gpu, deferred=False):
     def batches():
         with ctx:
             while True:
-                for jpegs, labels in reader.next_epoch(batch_size=args.batch_size):
+                for jpegs, labels in reader.next_epoch(batch_size=args.batch_size, capture=capture):
                     if deferred:
                         with ldd.EvalMode.deferred:
                             x = step(jpegs)
@@ -149,7 +153,7 @@ def ladle_dynamic(ladle, args, gpu, deferred=False):
     return batches(), close
 
 
-def dali_dynamic(args, gpu):
+def dali_dynamic(args, gpu, capture=False):
     ndd, reason = import_ndd()
     if ndd is None:
         raise RuntimeError(reason)
@@ -161,7 +165,9 @@ def dali_dynamic(args, gpu):
 
     def batches():
         while True:
-            for jpegs, labels in reader.next_epoch(batch_size=args.batch_size):
+            epoch = reader.next_epoch(batch_size=args.batch_size, capture=True) if capture else \
+                reader.next_epoch(batch_size=args.batch_size)
+            for jpegs, labels in epoch:
                 images = ndd.decoders.image_random_crop(jpegs, device=device, rng=rng)
                 images = ndd.resize(images, resize_x=224, resize_y=224)
                 mirror = ndd.random.coin_flip(batch_size=images.batch_size, probability=0.5, rng=rng, device="cpu")
@@ -224,7 +230,9 @@ def main(argv=None):
         "ladle-pipeline": lambda: ladle_pipeline(ladle, args, gpu),
         "ladle-dynamic": lambda: ladle_dynamic(ladle, args, gpu),
         "ladle-deferred": lambda: ladle_dynamic(ladle, args, gpu, deferred=True),
+        "ladle-captured": lambda: ladle_dynamic(ladle, args, gpu, capture=True),
         "dali-dynamic": lambda: dali_dynamic(args, gpu),
+        "dali-captured": lambda: dali_dynamic(args, gpu, capture=True),
     }
     results = {}
     print(f"training pipeline on the {'GPU' if gpu else 'CPU'}, batch {args.batch_size}, {args.threads} threads "
@@ -239,7 +247,7 @@ def main(argv=None):
             results[name] = {"skipped": f"{type(e).__name__}: {e}"}
             print(f"  {name:16s} skipped: {results[name]['skipped']}")
     base = results.get("ladle-pipeline", {}).get("median")
-    for name in ("ladle-dynamic", "ladle-deferred"):
+    for name in ("ladle-dynamic", "ladle-deferred", "ladle-captured", "dali-dynamic", "dali-captured"):
         if base and "median" in results.get(name, {}):
             results[name]["of_pipeline_mode"] = round(results[name]["median"] / base, 3)
 

@@ -420,10 +420,12 @@ typedef struct ladle_pipeline_params {
   int64_t max_skipped;        /* distinct bad records allowed, < 0: no limit (default -1); past it the */
   double max_skipped_fraction; /* iteration fails listing them. > 0: the limit is ceil(fraction x the
                                  reader's epoch_size) instead */
-  /* 1: every iteration waits for a seed from ladle_pipeline_feed_seed (as it waits for fed
-   * batches) and draws its random numbers as the first iteration of a pipeline created with
-   * that seed would: one built graph gives new, reproducible draws per run (ladle.dynamic's
-   * cached operators). Readers still shuffle with `seed`. Default 0. */
+  /* >= 1: every iteration waits for fed_seeds seeds from ladle_pipeline_feed_seed (as it
+   * waits for fed batches) and draws its random numbers as the first iteration of a pipeline
+   * created with the first of them would: one built graph gives new, reproducible draws per run
+   * (ladle.dynamic's cached operators). Operators given a seed slot (ladle_pipeline_set_node_seed)
+   * draw from their own seed of the iteration instead. Readers still shuffle with `seed`.
+   * At most 64. Default 0. */
   int fed_seeds;
 } ladle_pipeline_params;
 
@@ -552,15 +554,30 @@ LADLE_API int ladle_pipeline_wait_ready(ladle_pipeline *pipeline, int timeout_ms
 LADLE_API ladle_status ladle_pipeline_feed(ladle_pipeline *pipeline, const char *source_name, ladle_batch *batch);
 
 /**
- * Queues the seed of a coming iteration of a pipeline created with fed_seeds
- * = 1, first in first out: that iteration's random operators draw from
- * (seed, operator, epoch 0, sample 0..N-1), the numbers of the first
- * iteration of a pipeline created with params.seed = seed. At most
- * prefetch_queue_depth + 8 seeds may wait (LADLE_ERROR_LIMIT beyond), as
- * for fed batches. Fails with LADLE_ERROR_STATE without fed_seeds. Builds
+ * Queues a seed for a coming iteration of a pipeline created with fed_seeds
+ * = K >= 1, first in first out; each iteration takes K of them. Its random
+ * operators draw from (the first seed, operator, epoch 0, sample 0..N-1),
+ * the numbers of the first iteration of a pipeline created with
+ * params.seed = that seed (operators given a slot by
+ * ladle_pipeline_set_node_seed: from their seed). At most
+ * (prefetch_queue_depth + 8) x K seeds may wait (LADLE_ERROR_LIMIT beyond),
+ * as for fed batches. Fails with LADLE_ERROR_STATE without fed_seeds. Builds
  * the pipeline first if needed. Thread-safe with run().
  */
 LADLE_API ladle_status ladle_pipeline_feed_seed(ladle_pipeline *pipeline, uint64_t seed);
+
+/**
+ * Gives the random operator whose first output is node `first_output` its own seed: in every
+ * iteration it draws from (fed seed number `slot` of the iteration, 0 <= slot < fed_seeds,
+ * random stream `stream`, epoch 0, its slot in the batch) -- the numbers an operator with
+ * stream id `stream` draws in the first iteration of a pipeline fed that seed, whatever else
+ * the graph holds (ladle.dynamic's captured loops replay separate calls in one graph this way).
+ * Its output is then also never made smaller for its reader (the planner's size hints), so it
+ * is byte for byte what the separate call gives.
+ * Before build; fails with LADLE_ERROR_STATE without fed_seeds or after build.
+ */
+LADLE_API ladle_status ladle_pipeline_set_node_seed(ladle_pipeline *pipeline, int first_output, int slot,
+                                                    int64_t stream);
 
 /**
  * The CUDA stream (a cudaStream_t) the pipeline's GPU work runs on, or NULL

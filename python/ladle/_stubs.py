@@ -128,7 +128,8 @@ def _fn_function(name, function, indent):
 
 def _dyn_function(name, schema, indent):
     pad = " " * indent
-    args = _arguments(schema, [], _DYN_PER_SAMPLE, ("device", "batch_size", "rng"))
+    extra = list(getattr(_exec._fn_op(schema["name"]), "python_args", None) or {})  # python_function's function
+    args = _arguments(schema, extra, _DYN_PER_SAMPLE, ("device", "batch_size", "rng"))
     if "random" in schema["flags"]:
         args.append("rng: Optional[_RNG] = ...")
     params = ", ".join(["*inputs: Any", "device: Optional[str] = ...", "batch_size: Optional[int] = ..."] + args)
@@ -231,6 +232,7 @@ def dynamic_stub():
              "from ._data import Batch as Batch, Tensor as Tensor, as_batch as as_batch, as_tensor as as_tensor, "
              "batch as batch, tensor as tensor",
              "from ._exec import clear_cache as clear_cache",
+             "from ._capture import CaptureError as CaptureError",
              # _RNG/_Reader: names that the classes random and readers, which
              # re-export RNG and Reader, do not shadow in their annotations.
              "from ._random import RNG as RNG, RNG as _RNG",

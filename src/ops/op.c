@@ -108,7 +108,9 @@ ladle_status ladle__scratch(ladle__node *node, const ladle__sample *s, size_t si
  * that its numbers do not move when operators are added before it; the
  * stream key 2^63 keeps it apart from every positional stream. */
 void ladle__sample_rng(const ladle__node *node, const ladle__sample *s, ladle__rng *rng) {
-  if (node->seed >= 0)
+  if (node->seed_slot >= 0) /* as sample `slot` of a fed-seed pipeline's first iteration (ladle_pipeline_set_node_seed) */
+    ladle__rng_init(rng, node->config->seeds[node->seed_slot], (uint64_t)node->rng_stream, 0, (uint64_t)s->slot);
+  else if (node->seed >= 0)
     ladle__rng_init(rng, (uint64_t)node->seed, UINT64_C(1) << 63, (uint64_t)s->ref->epoch, (uint64_t)s->ref->index);
   else
     ladle__rng_init(rng, node->config->seed, (uint64_t)node->id, (uint64_t)s->ref->epoch, (uint64_t)s->ref->index);

@@ -148,6 +148,8 @@ struct ladle__node {
   const ladle__op_def *def;
   int id;                    /* position among the pipeline's operators that compute: keys the RNG */
   int64_t seed;              /* the operator's own seed (the common argument `seed`), or -1 */
+  int seed_slot;             /* >= 0: draws from the iteration's fed seed of that slot (ladle_pipeline_set_node_seed) */
+  int64_t rng_stream;        /* with seed_slot: the random stream it draws as */
   unsigned device;           /* one LADLE_ON_* bit */
   char *name;                /* instance name, or NULL */
   int num_inputs;
@@ -189,6 +191,7 @@ typedef struct ladle__pipeline_config {
   int batch_size;
   int device_id;
   uint64_t seed;
+  const uint64_t *seeds; /* fed_seeds: this iteration's seeds (seeds[0] == seed) */
   int64_t max_pixels;
   int num_workers;
 } ladle__pipeline_config;

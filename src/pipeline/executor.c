@@ -121,7 +121,7 @@ done:
 
 /* Under the lock: whether every external source has a batch queued. */
 static int all_fed(ladle_pipeline *p) {
-  if (p->params.fed_seeds && !p->seeds_count) return 0;
+  if (p->params.fed_seeds && p->seeds_count < p->params.fed_seeds) return 0;
   for (int i = 0; i < p->num_fed; i++)
     if (!ladle__external_count(p->fed[i])) return 0;
   return 1;
@@ -133,11 +133,12 @@ static ladle_status take_fed(ladle_pipeline *p) {
   int size = 0;
   const char *first = NULL;
   ladle_status st = LADLE_OK;
-  if (p->params.fed_seeds) { /* this iteration's seed (executor_main restores params.seed after it) */
-    p->config.seed = p->seeds[p->seeds_head];
-    p->seeds_head = (p->seeds_head + 1) % (p->params.prefetch_queue_depth + LADLE__FEED_MARGIN);
+  for (int k = 0; k < p->params.fed_seeds; k++) { /* this iteration's seeds (executor_main restores params.seed) */
+    p->iteration_seeds[k] = p->seeds[p->seeds_head];
+    p->seeds_head = (p->seeds_head + 1) % p->seeds_cap;
     p->seeds_count--;
   }
+  if (p->params.fed_seeds) p->config.seed = p->iteration_seeds[0];
   for (int i = 0; i < p->num_fed; i++) {
     ladle__node *n = p->fed[i];
     ladle_batch *b = ladle__external_pop(n);

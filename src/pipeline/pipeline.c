@@ -33,6 +33,8 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
               "batch_size must be at least 1, got %d", params->batch_size);
   LADLE_CHECK(params->pool || params->num_threads >= 1, LADLE_ERROR_INVALID_ARGUMENT,
               "num_threads must be at least 1, got %d", params->num_threads);
+  LADLE_CHECK(params->fed_seeds >= 0 && params->fed_seeds <= 64, LADLE_ERROR_INVALID_ARGUMENT,
+              "fed_seeds must be in [0, 64], got %d", params->fed_seeds);
   LADLE_CHECK(params->prefetch_queue_depth >= 1 && params->prefetch_queue_depth <= 64,
               LADLE_ERROR_INVALID_ARGUMENT, "prefetch_queue_depth must be in [1, 64], got %d",
               params->prefetch_queue_depth);
@@ -54,7 +56,12 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   p->config.seed = params->seed;
   p->config.max_pixels = params->max_pixels;
   p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
-  if (params->fed_seeds) LADLE_ALLOC(p->seeds, params->prefetch_queue_depth + LADLE__FEED_MARGIN);
+  if (params->fed_seeds) {
+    p->seeds_cap = (params->prefetch_queue_depth + LADLE__FEED_MARGIN) * params->fed_seeds;
+    LADLE_ALLOC(p->seeds, p->seeds_cap);
+    LADLE_ALLOC(p->iteration_seeds, params->fed_seeds);
+    p->config.seeds = p->iteration_seeds;
+  }
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->space, NULL);
   pthread_cond_init(&p->ready, NULL);
@@ -119,6 +126,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->shapes);
   free(p->fed);
   free(p->seeds);
+  free(p->iteration_seeds);
   free(p->last_records);
   ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
@@ -332,6 +340,7 @@ static ladle_status add_node(ladle_pipeline *p, const char *op_name, const char 
   n->num_inputs = num_inputs;
   n->num_outputs = schema->num_outputs;
   n->seed = -1;
+  n->seed_slot = -1;
   if (callback) {
     n->callback = *callback;
     callback = NULL; /* released with the node from here on */
@@ -640,18 +649,42 @@ done:
 ladle_status ladle_pipeline_feed_seed(ladle_pipeline *p, uint64_t seed) {
   ladle_status st = LADLE_OK;
   LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
-  LADLE_CHECK(p->params.fed_seeds, LADLE_ERROR_STATE, "the pipeline was not created with fed_seeds = 1");
+  LADLE_CHECK(p->params.fed_seeds, LADLE_ERROR_STATE, "the pipeline was not created with fed_seeds >= 1");
   LADLE_TRY(ladle_pipeline_build(p));
-  int limit = p->params.prefetch_queue_depth + LADLE__FEED_MARGIN;
+  int limit = p->seeds_cap;
   pthread_mutex_lock(&p->lock);
   if (p->seeds_count >= limit) {
     pthread_mutex_unlock(&p->lock);
-    return LADLE_FAIL(LADLE_ERROR_LIMIT, "%d fed seeds wait already (at most prefetch_queue_depth + %d = %d): "
-                      "call run() to consume them before feeding more", p->seeds_count, LADLE__FEED_MARGIN, limit);
+    return LADLE_FAIL(LADLE_ERROR_LIMIT, "%d fed seeds wait already (at most (prefetch_queue_depth + %d) x fed_seeds "
+                      "= %d): call run() to consume them before feeding more", p->seeds_count, LADLE__FEED_MARGIN,
+                      limit);
   }
   p->seeds[(p->seeds_head + p->seeds_count++) % limit] = seed;
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
+done:
+  return st;
+}
+
+ladle_status ladle_pipeline_set_node_seed(ladle_pipeline *p, int first_output, int slot, int64_t stream) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(p, LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
+  LADLE_CHECK(!p->built, LADLE_ERROR_STATE, "set_node_seed: the pipeline is built");
+  LADLE_CHECK(p->params.fed_seeds, LADLE_ERROR_STATE, "set_node_seed: the pipeline was not created with fed_seeds >= 1");
+  LADLE_CHECK(slot >= 0 && slot < p->params.fed_seeds, LADLE_ERROR_INVALID_ARGUMENT,
+              "set_node_seed: slot %d is not in [0, fed_seeds = %d)", slot, p->params.fed_seeds);
+  LADLE_CHECK(stream >= 0, LADLE_ERROR_INVALID_ARGUMENT, "set_node_seed: stream must be >= 0, got %lld",
+              (long long)stream);
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *n = p->nodes[i];
+    if (n->first_output != first_output) continue;
+    LADLE_CHECK(n->def->schema.flags & LADLE_OP_RANDOM, LADLE_ERROR_INVALID_ARGUMENT,
+                "set_node_seed: %s draws no random numbers", n->def->schema.name);
+    n->seed_slot = slot;
+    n->rng_stream = stream;
+    return LADLE_OK;
+  }
+  st = LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "set_node_seed: no operator has first output %d", first_output);
 done:
   return st;
 }

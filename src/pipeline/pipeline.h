@@ -48,7 +48,8 @@ struct ladle_pipeline {
   ladle__node **fed;    /* the external_source nodes, fed by ladle_pipeline_feed */
   int num_fed;
   uint64_t *seeds;     /* fed_seeds: a ring of seeds for coming iterations (ladle_pipeline_feed_seed) */
-  int seeds_head, seeds_count;
+  int seeds_head, seeds_count, seeds_cap;
+  uint64_t *iteration_seeds; /* the fed_seeds seeds of the iteration being prepared (config.seeds) */
 
   /* Resources. */
   struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */

@@ -9,7 +9,8 @@
  *  - size hints: a node whose only reader makes a fixed-size output whatever
  *    its input's resolution (resize to a fixed size) may make its output
  *    smaller, down to that size (a random-crop decoder's reduced DCT scale,
- *    which skips most of the IDCT work for large crops). */
+ *    which skips most of the IDCT work for large crops), except for a node
+ *    given a seed slot: it replays a separate call's output exactly. */
 #include <stdlib.h>
 
 #include "pipeline/pipeline.h"
@@ -54,7 +55,8 @@ static void plan_fusion(ladle_pipeline *p) {
 static void plan_sizes(ladle_pipeline *p) {
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
-    if (!n->def->allow_smaller_output || is_output(p, n->first_output)) continue;
+    /* A node replaying a separate call (ladle_pipeline_set_node_seed) makes what that call makes. */
+    if (!n->def->allow_smaller_output || is_output(p, n->first_output) || n->seed_slot >= 0) continue;
     ladle__node *consumer = only_consumer(p, n->first_output);
     int w = 0, h = 0;
     if (!consumer || !consumer->def->fixed_output_size || !consumer->def->fixed_output_size(consumer, &w, &h))

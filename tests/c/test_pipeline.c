@@ -119,6 +119,39 @@ static void test_fed_seeds(void) {
   ladle_pipeline_destroy(p);
 }
 
+/* ladle_pipeline_set_node_seed: with fed_seeds = 2, each random operator draws
+ * from its own seed of the iteration as the operator with the given stream
+ * of a fed-seed pipeline's first iteration would. */
+static void test_node_seeds(void) {
+  static uint8_t want[2][256], got[2 * 256];
+  const uint64_t seeds[2][2] = {{21, 22}, {23, 21}}; /* per iteration: slot 0, slot 1 */
+  ladle_pipeline *p = random_pipeline_of(16, 2, 2, 5, 2);
+  CHECK(ladle_pipeline_set_node_seed(p, 0, 1, 0) == LADLE_OK);  /* coin_flip: slot 1, stream 0 */
+  CHECK(ladle_pipeline_set_node_seed(p, 1, 0, 1) == LADLE_OK);  /* uniform: slot 0, stream 1 */
+  CHECK(ladle_pipeline_set_node_seed(p, 0, 2, 0) == LADLE_ERROR_INVALID_ARGUMENT && strstr(ladle_last_error(), "slot"));
+  CHECK(ladle_pipeline_set_node_seed(p, 7, 0, 0) == LADLE_ERROR_INVALID_ARGUMENT);
+  for (int k = 0; k < 2; k++) {
+    for (int slot = 0; slot < 2; slot++) CHECK_OK(ladle_pipeline_feed_seed(p, seeds[k][slot]));
+    /* coins of the pipeline seeded with slot 1's seed, uniforms of the one seeded with slot 0's */
+    uint8_t tmp[256];
+    ladle_pipeline *ref = random_pipeline(16, 1, 1, seeds[k][1]);
+    CHECK(collect(ref, 1, tmp) == 128);
+    memcpy(want[k], tmp, 64);
+    ladle_pipeline_destroy(ref);
+    ref = random_pipeline(16, 1, 1, seeds[k][0]);
+    CHECK(collect(ref, 1, tmp) == 128);
+    memcpy(want[k] + 64, tmp + 64, 64);
+    ladle_pipeline_destroy(ref);
+  }
+  CHECK(collect(p, 2, got) == 2 * 128);
+  for (int k = 0; k < 2; k++) CHECK(memcmp(got + k * 128, want[k], 128) == 0);
+  CHECK(ladle_pipeline_set_node_seed(p, 0, 0, 0) == LADLE_ERROR_STATE); /* built */
+  ladle_pipeline_destroy(p);
+  p = random_pipeline(16, 1, 1, 5);
+  CHECK(ladle_pipeline_set_node_seed(p, 0, 0, 0) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "fed_seeds"));
+  ladle_pipeline_destroy(p);
+}
+
 /* An empty pipeline with default parameters but these. */
 static ladle_pipeline *new_pipeline(int batch, int threads) {
   ladle_pipeline_params params;
@@ -384,6 +417,7 @@ static void test_memory_stats_and_release(void) {
 int main(void) {
   RUN(test_random_ops_and_determinism);
   RUN(test_fed_seeds);
+  RUN(test_node_seeds);
   RUN(test_last_records);
   RUN(test_set_position);
   RUN(test_argument_errors);

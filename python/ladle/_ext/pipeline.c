@@ -44,7 +44,7 @@ static int pipeline_init(PipelineObject *self, PyObject *args, PyObject *kw) {
   long long max_pixels = 0, max_skipped = -1;
   double max_skipped_fraction = 0;
   PyObject *cpus_obj = Py_None, *pool_obj = Py_None;
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOOpLdp:_Pipeline", kwlist, &batch_size, &num_threads,
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "i|iiKiLOOpLdi:_Pipeline", kwlist, &batch_size, &num_threads,
                                    &device_id, &seed, &depth, &max_pixels, &cpus_obj, &pool_obj, &skip,
                                    &max_skipped, &max_skipped_fraction, &fed_seeds))
     return -1;
@@ -325,6 +325,16 @@ static PyObject *pipeline_feed_seed(PipelineObject *self, PyObject *arg) {
   Py_RETURN_NONE;
 }
 
+static PyObject *pipeline_set_node_seed(PipelineObject *self, PyObject *args) {
+  int first_output, slot;
+  long long stream;
+  if (!PyArg_ParseTuple(args, "iiL:set_node_seed", &first_output, &slot, &stream)) return NULL;
+  if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
+  ladle_status st = ladle_pipeline_set_node_seed(self->pipe, first_output, slot, (int64_t)stream);
+  if (st != LADLE_OK) return ladle__py_raise_status(st);
+  Py_RETURN_NONE;
+}
+
 static PyObject *pipeline_last_records(PipelineObject *self, PyObject *unused) {
   (void)unused;
   if (!self->pipe) return ladle__py_raise_format(LADLE_ERROR_STATE, "the pipeline is closed");
@@ -495,6 +505,8 @@ static PyMethodDef pipeline_methods[] = {
     {"reader_meta", (PyCFunction)pipeline_reader_meta, METH_O, "reader_meta(name) -> dict."},
     {"feed", (PyCFunction)pipeline_feed, METH_VARARGS,
      "feed(source_name, batch): queues a _Batch for the external_source of that name (one iteration each)."},
+    {"set_node_seed", (PyCFunction)pipeline_set_node_seed, METH_VARARGS,
+     "set_node_seed(first_output, slot, stream): the random operator draws from fed seed `slot` as stream `stream`."},
     {"feed_seed", (PyCFunction)pipeline_feed_seed, METH_O,
      "feed_seed(seed): queues the seed of a coming iteration (a _Pipeline made with fed_seeds=True)."},
     {"last_records", (PyCFunction)pipeline_last_records, METH_NOARGS,

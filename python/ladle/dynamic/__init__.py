@@ -40,8 +40,9 @@ used closed first. Random operators too: their pipeline is fed the call's
 seed (drawn from ``rng``), so steady-state calls build nothing. An
 ``EvalContext(num_threads=, device_id=, cuda_stream=, thread_pool=)`` holds
 the thread pool, device and stream; ``EvalMode`` says when the work is done
-(``deferred``: queued on the context's worker thread, results wait when used;
-``eager``, the default: done when the call returns on the host). There is no
+(``deferred``: fed to the call's graph at once, or by the context's worker
+once its inputs exist, results wait when used; ``eager``, the default: done
+when the call returns on the host). There is no
 fusion across calls (a pipeline fuses resize into crop_mirror_normalize on the
 GPU; separate calls do not).
 
@@ -49,6 +50,10 @@ Randomness. Call k of an RNG seeded S runs with the seed mix(S, k); sample i
 draws what sample i of the first iteration of a Pipeline(seed=mix(S, k))
 draws. ``random.set_seed`` restarts the default generator (seed 0 at import).
 Readers shuffle with their ``seed`` argument, else the default seed when made.
+
+Capture. ``reader.next_epoch(batch_size=n, capture=True)`` (DALI's capture
+mode) traces the loop body's first step and runs the later ones as one
+pipeline fed by the reader, ahead of the loop, with the same results.
 
 Checkpoints. Readers and RNGs have get_state/set_state;
 ``checkpoint.Checkpoint`` collects, saves and restores them, and a resumed
@@ -66,6 +71,7 @@ from ._context import (CACHE_SIZE, Device, EvalContext, EvalMode, ThreadPool, de
                        set_num_threads)
 from ._data import Batch, Tensor, as_batch, as_tensor, batch, tensor
 from ._exec import clear_cache
+from ._capture import CaptureError
 from ._readers import Reader, make_reader_class
 from ._stream import Stream, get_current_stream, get_default_stream, set_current_stream, set_default_stream, stream
 from . import checkpoint
@@ -106,7 +112,8 @@ def _signature(schema, random):
             params.append(P(f"input_{i}", P.POSITIONAL_ONLY, default=P.empty if i < lo else None))
     params += [P("batch_size", P.KEYWORD_ONLY, default=None), P("device", P.KEYWORD_ONLY, default=None)]
     seen = {"batch_size", "device"}
-    for a in list(schema["args"]) + list(_fn._COMMON_ARGS.values()):
+    extra = [{"name": k, "required": True} for k in getattr(_exec._fn_op(schema["name"]), "python_args", None) or {}]
+    for a in extra + list(schema["args"]) + list(_fn._COMMON_ARGS.values()):
         if a["name"] in seen or not a["name"].isidentifier():
             continue
         seen.add(a["name"])
@@ -173,6 +180,7 @@ _populate()
 __all__ = [
     "Batch",
     "CACHE_SIZE",
+    "CaptureError",
     "DType",
     "DataType",
     "Device",

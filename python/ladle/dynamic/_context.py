@@ -22,11 +22,15 @@ class EvalMode(enum.Enum):
     ``with ldd.EvalMode.deferred: ...``), from the least to the most
     synchronous, as in DALI:
 
-    - ``deferred``: the call checks its arguments and returns at once; the
-      work is queued on the context's worker thread, in call order, and a
-      result waits for it when its data is used (``.torch()``, ``np.asarray``,
-      ``.shape``, ``evaluate()``, an operator taking it). Errors of the work
-      (bad data) are raised there.
+    - ``deferred``: the call checks its arguments and returns at once. A
+      call whose inputs are data is fed to its graph there and then (the
+      graph's executor works on it while Python goes on); one that takes
+      results not computed yet is queued on the context's worker thread,
+      which feeds it, in call order, once they are. A result waits for its
+      graph when its data is used (``.torch()``, ``np.asarray``, ``.shape``,
+      ``evaluate()``, an operator taking it), so independent calls run side
+      by side. Random calls draw their seeds in call order, so the bytes are
+      eager mode's. Errors of the work (bad data) are raised there.
     - ``eager`` (``default``): the call returns when the host work is done;
       GPU work may still be queued on the context's stream (consumers are
       ordered after it through DLPack's stream protocol).
@@ -193,6 +197,43 @@ class _Future:
         return self._value
 
 
+class _CallFuture:
+    """The outputs of a deferred operator call: fed to its graph at once when
+    its inputs are data (the call's ticket), or by the context's worker once
+    they are; result() takes them, waiting for that graph's iteration."""
+
+    __slots__ = ("_attached", "_call", "_submitted", "_value", "_error")
+
+    def __init__(self, call):
+        self._attached = threading.Event()
+        self._call, self._submitted, self._value, self._error = call, None, None, None
+
+    def attach(self):
+        try:
+            self._submitted = self._call.submit()
+        except BaseException as e:  # handed to whoever uses the result
+            self._error = e
+        self._attached.set()
+
+    def done(self):
+        if not self._attached.is_set():
+            return False
+        return self._error is not None or self._value is not None or self._submitted[1].done
+
+    def result(self):
+        self._attached.wait()
+        if self._error is not None:
+            raise self._error
+        if self._value is None:
+            try:
+                self._value = self._call.collect(*self._submitted)
+            except BaseException as e:
+                self._error = e
+                raise
+            self._call = self._submitted = None
+        return self._value
+
+
 class _Worker:
     """One thread running queued calls in order (EvalMode.deferred)."""
 
@@ -345,6 +386,22 @@ class EvalContext:
             self._pending = [f for f in self._pending if not f.done()]
             self._pending.append(future)
             return future
+
+    def _submit_call(self, call):
+        """Queues an operator call (EvalMode.deferred): fed now when its inputs
+        are data, else by the worker, which waits for them (never for the
+        call's own outputs, so independent calls run side by side)."""
+        future = _CallFuture(call)
+        if call.ready():
+            future.attach()
+            with self._lock:
+                self._pending = [f for f in self._pending if not f.done()]
+                self._pending.append(future)
+        else:
+            self._submit(future.attach)
+            with self._lock:
+                self._pending.append(future)
+        return future
 
     def evaluate_all(self):
         """Waits for every call queued in this context; raises the first error."""

@@ -258,10 +258,10 @@ class Batch(_Lazy, _Arithmetic):
     copy) and ``ladle.dynamic.as_batch(x)``. ``b.tensor_list`` is the
     underlying ladle.TensorList."""
 
-    __slots__ = ("_tl_value", "_future", "_tensors", "_origins")
+    __slots__ = ("_tl_value", "_future", "_tensors", "_origins", "_capture")
 
     def __init__(self, tensors=None, dtype=None, device=None, layout=None, copy=False):
-        self._future = self._tensors = self._origins = None
+        self._future = self._tensors = self._origins = self._capture = None
         if tensors is None:
             raise _ladle.InvalidArgumentError("Batch: no samples")
         if isinstance(tensors, TensorList) and dtype is None and layout is None and not copy:
@@ -279,6 +279,7 @@ class Batch(_Lazy, _Arithmetic):
         b = cls.__new__(cls)
         b._tl_value, b._future, b._tensors = tensor_list, future, None
         b._origins = None  # sample index -> the file it was read from (readers' batches)
+        b._capture = None  # (capture loop, step, output) of a captured loop's batch (_capture.py)
         return b
 
     @staticmethod

@@ -13,7 +13,7 @@ from .. import _ladle
 from .. import fn
 from ..pipeline import DataNode, Pipeline, _default_device
 from ..tensors import TensorList
-from . import _random
+from . import _capture, _random
 from ._context import CACHE_SIZE, EvalContext, EvalMode
 from ._data import Batch, Tensor, _host_array, _is_torch, as_batch, batch
 
@@ -62,29 +62,80 @@ def draws_random(op_name):
 
 # --- the cache of built graphs ------------------------------------------------------
 
-class _Entry:
-    """One built pipeline of a context, run by one call at a time."""
+class _Ticket:
+    """One fed iteration of an entry: its outputs once run() handed them out."""
 
-    __slots__ = ("pipe", "handle", "lock", "random")
+    __slots__ = ("done", "value", "error")
+
+    def __init__(self):
+        self.done, self.value, self.error = False, None, None
+
+
+class _Entry:
+    """One built pipeline of a context. Calls feed it (submit) and take their
+    outputs (collect) separately: the outputs come in feeding order, so a
+    call's ticket is answered once the tickets fed before it are. Feeding
+    never waits for the executor, so independent calls (EvalMode.deferred)
+    keep several pipelines busy at once."""
+
+    __slots__ = ("pipe", "handle", "feed_lock", "run_lock", "random", "fed", "dead", "limit")
 
     def __init__(self, pipe, random):
         self.pipe = pipe
         self.handle = pipe._handle()
-        self.lock = threading.Lock()
+        self.feed_lock = threading.Lock()  # feeds and the ticket queue
+        self.run_lock = threading.Lock()  # run(): one taker at a time, in feeding order
         self.random = random
+        self.fed = collections.deque()  # tickets fed, not answered yet
+        self.dead = False  # left the cache after a failure: closed once its tickets are answered
+        self.limit = _PREFETCH + 8  # the batches a source may hold untaken (ladle_pipeline_feed)
 
-    def run(self, feeds, seed):
+    def submit(self, feeds, seed):
+        if len(self.fed) >= self.limit:  # the oldest must be taken before more fit
+            self.collect(self.fed[0], raise_error=False)
+        ticket = _Ticket()
         handle = self.handle
-        with self.lock:
+        with self.feed_lock:
             for name, tl in feeds:
                 handle.feed(name, tl._batch)
             if self.random:
                 handle.feed_seed(seed)
-            return tuple(TensorList(b) for b in handle.run())
+            self.fed.append(ticket)
+        return ticket
+
+    def collect(self, ticket, raise_error=True):
+        with self.run_lock:
+            while not ticket.done:
+                with self.feed_lock:
+                    head = self.fed.popleft()
+                try:
+                    head.value = tuple(TensorList(b) for b in self.handle.run())
+                except BaseException as e:
+                    head.error = self._chained(e)
+                head.done = True
+            if self.dead and not self.fed:
+                self.pipe.close()
+        if ticket.error is not None and raise_error:
+            raise ticket.error
+        return ticket.value
+
+    def _chained(self, e):
+        """A failed run's error, chained to the Python function's exception that caused it."""
+        if isinstance(e, _ladle.Error) and self.pipe._callback_errors:
+            from .._python_function import chain_error
+
+            return chain_error(e, self.pipe._callback_errors)
+        return e
+
+    def run(self, feeds, seed):
+        return self.collect(self.submit(feeds, seed))
 
     def close(self):
-        with self.lock:
+        with self.run_lock:
             self.pipe.close()
+
+
+_PREFETCH = 2  # iterations an entry's executor may prepare ahead of the takers
 
 
 def _bucket(n):
@@ -109,6 +160,13 @@ def execute(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
     returns the outputs) on `feeds` [(source name, TensorList)], with `seed`
     as the iteration's seed when `random`. The pipeline is kept in the
     context under `key`. Returns the tuple of TensorLists."""
+    entry, ticket = submit(key, build, feeds, batch_size, on_gpu, random, seed, ctx)
+    return collect(entry, ticket, key, ctx)
+
+
+def submit(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
+    """Feeds the call to the cached graph (built now if needed); returns
+    (entry, ticket) for collect()."""
     ctx = ctx or EvalContext.current()
     cache = ctx._cache
     with ctx._lock:
@@ -123,21 +181,38 @@ def execute(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
             while len(cache) > CACHE_SIZE:
                 evicted.append(cache.popitem(last=False)[1])
         for e in evicted:
-            e.close()
+            e.dead = True
+            if not e.fed:
+                e.close()
     try:
-        return entry.run(feeds, seed)
+        return entry, entry.submit(feeds, seed)
     except BaseException:
-        # A failed iteration may leave data fed but not consumed: drop the pipeline.
-        with ctx._lock:
-            if cache.get(key) is entry:
-                del cache[key]
-        entry.close()
+        _drop(ctx, key, entry)  # a feed that failed half-way leaves the graph out of step
         raise
+
+
+def collect(entry, ticket, key, ctx=None):
+    """The outputs of a submitted call (waits for its iteration)."""
+    try:
+        return entry.collect(ticket)
+    except BaseException:
+        # A failed iteration may leave data fed but not consumed: the graph is not reused.
+        _drop(ctx or EvalContext.current(), key, entry)
+        raise
+
+
+def _drop(ctx, key, entry):
+    with ctx._lock:
+        if ctx._cache.get(key) is entry:
+            del ctx._cache[key]
+    entry.dead = True
+    if not entry.fed:
+        entry.close()
 
 
 def _make(ctx, build, batch_size, on_gpu, random):
     pipe = Pipeline(batch_size=batch_size, device_id=_gpu_device_id(ctx) if on_gpu else None, seed=0,
-                    prefetch_queue_depth=1, thread_pool=ctx.thread_pool._pool)
+                    prefetch_queue_depth=_PREFETCH, thread_pool=ctx.thread_pool._pool)
     pipe._fed_seeds = random
     try:
         with pipe:
@@ -303,18 +378,26 @@ class OpInfo:
         for key, spec in fn._COMMON_ARGS.items():  # seed and DALI's hints, as fn takes them
             self.specs.setdefault(key, spec)
         self.lo, self.hi = schema["min_inputs"], schema["max_inputs"]
+        # Arguments fn's Python wrapper adds (fn.python_function's function): constants here too.
+        self.python_args = dict(getattr(_fn_op(self.name), "python_args", None) or {})
+        for key, doc in self.python_args.items():
+            self.specs.setdefault(key, {"name": key, "type": "python", "per_sample": False, "required": True,
+                                        "doc": doc})
         self.random = "random" in schema["flags"]
+        self.callback = "callback" in schema["flags"]  # outputs: as many as its num_outputs argument says
         self.num_outputs = schema["num_outputs"]
         self.valid = ", ".join(self.specs) or "none"
 
 
 class _Call:
-    """One call's arguments, checked; run() does the work (now, or on the
-    context's worker in deferred mode)."""
+    """One call's arguments, checked; submit() feeds the work to its graph
+    and collect() takes the outputs (run() both: now, or in deferred mode
+    feeding at once or on the context's worker once the inputs exist)."""
 
-    __slots__ = ("info", "inputs", "constants", "per_sample", "batch_size", "device", "seed", "ctx", "names")
+    __slots__ = ("info", "inputs", "constants", "per_sample", "batch_size", "device", "seed", "ctx", "names", "rng",
+                 "op_device", "rng_stream")
 
-    def run(self):
+    def submit(self):
         info, public = self.info, self.info.public
         batches = [_input_batch(x) for x in self.inputs]
         per_sample = {k: _arg_batch(v, public, k, r) for k, (v, r) in self.per_sample.items()}
@@ -331,6 +414,9 @@ class _Call:
             batches = [b.cpu() for b in batches]
         in_sigs = [_sig(b) for b in batches]
         arg_sigs = {k: _sig(b) for k, b in per_sample.items()}
+        self.op_device = op_device
+        # The operator's random stream in the graph below: the computing nodes before it.
+        self.rng_stream = (len(in_sigs) + len(arg_sigs)) * _SOURCE_COMPUTES
         pipe_batch = _bucket(n) if (in_sigs or arg_sigs) else n
         constants = self.constants
         key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch)
@@ -352,9 +438,30 @@ class _Call:
         feeds = [(f"input{i}", b._tl) for i, b in enumerate(batches)]
         feeds += [(f"arg_{k}", b._tl) for k, b in per_sample.items()]
         try:
-            return execute(key, build, feeds, pipe_batch, op_device != "cpu", info.random, self.seed, self.ctx)
+            entry, ticket = submit(key, build, feeds, pipe_batch, op_device != "cpu", info.random, self.seed,
+                                   self.ctx)
         except _ladle.Error as e:
             raise _renamed(e, info, batches) from None
+        return entry, ticket, key, batches
+
+    def run(self):
+        entry, ticket, key, batches = self.submit()
+        return self.collect(entry, ticket, key, batches)
+
+    def collect(self, entry, ticket, key, batches):
+        try:
+            return collect(entry, ticket, key, self.ctx)
+        except _ladle.Error as e:
+            error = _renamed(e, self.info, batches)
+        raise error from error.__cause__  # a Python function's exception, or None
+
+    def ready(self):
+        """Whether the inputs are data now (no deferred result among them)."""
+        values = list(self.inputs) + [v for v, _ in self.per_sample.values()]
+        return not any(getattr(v, "_future", None) is not None for v in values)
+
+
+_SOURCE_COMPUTES = int("moves_data" not in fn.op_schemas()["external_source"]["flags"])
 
 
 def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=None):
@@ -391,6 +498,14 @@ def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=N
             if isinstance(value, np.ndarray):
                 value = value.tolist()
             constants[key] = value
+    num_outputs = info.num_outputs
+    if info.callback:
+        if "function" not in constants:
+            raise _ladle.InvalidArgumentError(f"{public}: argument 'function' is required (a Python callable)")
+        num_outputs = constants.get("num_outputs", 1)
+        if isinstance(num_outputs, bool) or not isinstance(num_outputs, int) or num_outputs < 1:
+            raise _ladle.InvalidArgumentError(f"{public}: num_outputs={num_outputs!r}: a call returns its outputs, "
+                                              "so it needs at least 1")
     for i, x in enumerate(inputs):
         _check_input(x, public, i)
     if batch_size is not None:
@@ -402,20 +517,26 @@ def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=N
     call.batch_size, call.device = batch_size, _normal_device(public, device)
     call.ctx = EvalContext.current()
     if info.random:
-        call.seed = _random.resolve(rng, public)._next_seed()  # in program order, whatever runs when
+        call.rng = _random.resolve(rng, public)
+        call.seed = call.rng._next_seed()  # in program order, whatever runs when
     else:
         if rng is not None:
             raise _ladle.InvalidArgumentError(f"{public}: argument 'rng': this operator draws no random numbers")
-        call.seed = None
+        call.seed = call.rng = None
     # A single sample in gives a single sample out; a batch in, a batch out.
     single = batch_size is None and not batch_valued and all(_is_sample_like(x) for x in inputs)
+    loop = _capture.active()
+    if loop is not None:
+        results = loop.intercept(call, single)
+        if results is not None:
+            return results[0] if len(results) == 1 else results
     mode = EvalMode.current()
-    if mode is EvalMode.deferred and info.num_outputs >= 1:
-        future = call.ctx._submit(call.run)
+    if mode is EvalMode.deferred and num_outputs >= 1:
+        future = call.ctx._submit_call(call)
         if single:
-            results = tuple(Tensor._wrap(None, 0, (future, k)) for k in range(info.num_outputs))
+            results = tuple(Tensor._wrap(None, 0, (future, k)) for k in range(num_outputs))
         else:
-            results = tuple(Batch._wrap(None, (future, k)) for k in range(info.num_outputs))
+            results = tuple(Batch._wrap(None, (future, k)) for k in range(num_outputs))
     else:
         outs = call.run()
         if mode is EvalMode.sync_full:
@@ -444,6 +565,7 @@ def _renamed(e, info, batches=()):
 
     text = re.sub(r"sample (\d+) of iteration \d+(?: \(record \d+, epoch \d+, \"[^\"]*\"\))?: (?:\(unnamed\): )?",
                   r"sample \1: ", text)
+    text = re.sub(r"^iteration \d+: (?:" + re.escape(info.name) + ": )?", "", text)
     if info.public not in text:
         text = f"{info.public}: {text}"
     m = re.search(r"sample (\d+)", text)
@@ -452,9 +574,11 @@ def _renamed(e, info, batches=()):
         if origin:
             text += f" (the sample came from {origin})"
     try:
-        return type(e)(text)
+        new = type(e)(text)
     except Exception:
         return e
+    new.__cause__ = e.__cause__  # a Python function's exception stays chained
+    return new
 
 
 def _origin_of(batches, i):

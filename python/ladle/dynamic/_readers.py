@@ -76,6 +76,8 @@ class Reader:
         self._current = None  # the epoch being handed out, or None between epochs
         self._given = 0  # items (batches, or samples in sample mode) of it handed out
         self._resume = None  # (epoch, items) that the next next_epoch() starts from (set_state)
+        self._capture = None  # the capture=True loop (_capture.CaptureLoop), made by the first such epoch
+        self._ahead = 0  # batches a capture=True loop took from the epoch ahead of the body
 
     @classmethod
     def _public_name(cls):
@@ -133,7 +135,7 @@ class Reader:
 
     def get_state(self):
         """The reader's position (a JSON-serialisable dict); see set_state."""
-        epoch, given = (self._current, self._given) if self._current is not None else (self._epoch, 0)
+        epoch, given = (self._current, self._given - self._ahead) if self._current is not None else (self._epoch, 0)
         if self._resume is not None and self._current is None:
             epoch, given = self._resume
         return {"reader": self._op_name, "epoch": epoch, "given": given, "batch_size": self._batch_size,
@@ -163,13 +165,23 @@ class Reader:
         self._epoch, self._current, self._given = epoch, None, 0
         self._resume = (epoch, given)
 
-    def next_epoch(self, batch_size=None, ctx=None):
+    def next_epoch(self, batch_size=None, ctx=None, capture=False):
         """An iterator over the next epoch: tuples of Batches (or of Tensors
         without batch_size). `ctx`: the EvalContext whose thread pool a new
-        reader pipeline uses (DALI's argument)."""
+        reader pipeline uses (DALI's argument).
+
+        ``capture=True`` (DALI's capture mode; batches only): the loop body's
+        first step runs eagerly and its operator calls are recorded; from the
+        second step on they run as one pipeline fed with this reader's
+        batches, working ahead of the loop, and each call of the body gets
+        that pipeline's result -- the same bytes as without capture. Calls
+        that differ from the traced step run eagerly; random calls that
+        differ raise ladle.dynamic.CaptureError. The captured graph is kept
+        for later epochs (same batch size and EvalContext). See
+        ladle.dynamic._capture."""
         if ctx is not None:
             with ctx:
-                return self.next_epoch(batch_size)
+                return self.next_epoch(batch_size, capture=capture)
         sample_mode = batch_size is None
         if self._sample_mode is not None and sample_mode != self._sample_mode:
             raise _ladle.InvalidArgumentError(
@@ -194,7 +206,27 @@ class Reader:
             self._resume = None
         self._epoch = epoch + 1
         self._current, self._given = epoch, skip
-        return self._iterate(epoch, skip)
+        if not capture:
+            return self._iterate(epoch, skip)
+        from . import _capture
+        from ._context import EvalContext
+
+        if sample_mode:
+            raise _ladle.InvalidArgumentError(f"{self._public}: next_epoch(capture=True) needs a batch_size")
+        current = EvalContext.current()
+        if self._capture is None:
+            self._capture = _capture.CaptureLoop(self, size, current)
+        elif self._capture.ctx is not current:
+            raise _ladle.InvalidArgumentError(f"{self._public}: next_epoch(capture=True): the captured loop runs "
+                                              "in the EvalContext it was traced in; it cannot change")
+        return self._captured(self._capture, self._iterate(epoch, skip), current)
+
+    @staticmethod
+    def _captured(loop, batches, ctx):
+        from . import _capture
+
+        with ctx:
+            yield from _capture.captured_epoch(loop, batches)
 
     def _iterate(self, epoch, skip):
         """Epoch `epoch` from its item `skip` on (items: batches, or samples in sample mode)."""
@@ -248,6 +280,9 @@ class Reader:
         return self._pipe.skipped_samples() if self._pipe is not None else []
 
     def close(self):
+        if self._capture is not None:
+            self._capture.close()
+            self._capture = None
         if self._pipe is not None:
             self._pipe.close()
             self._pipe = None

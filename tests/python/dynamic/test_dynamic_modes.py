@@ -43,12 +43,16 @@ def test_deferred_work_runs_off_the_calling_thread_in_order():
     ctx = ldd.EvalContext(num_threads=1)
     with ctx, ldd.EvalMode.deferred:
         ctx._submit(lambda: (threads.append(threading.current_thread()), gate.wait(10)))
-        out = ldd.cast(ldd.batch(np.arange(6, dtype=np.int32).reshape(3, 2)), dtype=ldd.float32)
-        assert out._future is not None and not out._future[0].done()  # queued behind the blocked item
+        first = ldd.cast(ldd.batch(np.arange(6, dtype=np.int32).reshape(3, 2)), dtype=ldd.float32)
+        second = ldd.cast(first, dtype=ldd.int16)  # takes a deferred result: fed by the worker, in order
+        assert second._future is not None and not second._future[0].done()  # queued behind the blocked item
+        # A call whose inputs are data is fed to its graph at once: it needs no worker.
+        np.testing.assert_array_equal(np.array(first), np.arange(6, dtype=np.float32).reshape(3, 2))
+        assert not second._future[0].done()
         gate.set()
         ctx.evaluate_all()
     assert threads and threads[0] is not threading.current_thread()
-    np.testing.assert_array_equal(np.array(out), np.arange(6, dtype=np.float32).reshape(3, 2))
+    np.testing.assert_array_equal(np.array(second), np.arange(6, dtype=np.int16).reshape(3, 2))
     ctx.close()
 
 
