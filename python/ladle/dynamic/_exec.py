@@ -5,6 +5,7 @@ the call's seed) and run once. In steady state a call builds nothing."""
 
 import collections
 import functools
+import re
 import threading
 
 import numpy as np
@@ -65,22 +66,33 @@ def draws_random(op_name):
 class _Entry:
     """One built pipeline of a context, run by one call at a time."""
 
-    __slots__ = ("pipe", "handle", "lock", "random")
+    __slots__ = ("pipe", "handle", "lock", "random", "skipped")
 
     def __init__(self, pipe, random):
         self.pipe = pipe
         self.handle = pipe._handle()
         self.lock = threading.Lock()
         self.random = random
+        self.skipped = 0  # on_error="skip": the pipeline's skips already taken
 
     def run(self, feeds, seed):
+        """The outputs, and (on_error="skip") the dropped samples: [(index in the feeds, error)]."""
         handle = self.handle
         with self.lock:
             for name, tl in feeds:
                 handle.feed(name, tl._batch)
             if self.random:
                 handle.feed_seed(seed)
-            return tuple(TensorList(b) for b in handle.run())
+            outs = tuple(TensorList(b) for b in handle.run())
+            dropped = []
+            if self.pipe._skip:
+                # Fed samples are numbered iteration x batch_size + slot (from 0 in
+                # each iteration with fed seeds); the slot is the index in the feeds.
+                for s in handle.skipped(self.skipped):
+                    first = 0 if self.random else s["iteration"] * self.pipe.batch_size
+                    dropped.append((s["record"] - first, s["error"]))
+                    self.skipped += 1
+            return outs, dropped
 
     def close(self):
         with self.lock:
@@ -125,7 +137,7 @@ def execute(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
         for e in evicted:
             e.close()
     try:
-        return entry.run(feeds, seed)
+        outs, dropped = entry.run(feeds, seed)
     except BaseException:
         # A failed iteration may leave data fed but not consumed: drop the pipeline.
         with ctx._lock:
@@ -133,11 +145,13 @@ def execute(key, build, feeds, batch_size, on_gpu, random, seed=None, ctx=None):
                 del cache[key]
         entry.close()
         raise
+    return outs, dropped
 
 
 def _make(ctx, build, batch_size, on_gpu, random):
+    # on_error="skip" without a budget: the context counts the skips of all its graphs.
     pipe = Pipeline(batch_size=batch_size, device_id=_gpu_device_id(ctx) if on_gpu else None, seed=0,
-                    prefetch_queue_depth=1, thread_pool=ctx.thread_pool._pool)
+                    prefetch_queue_depth=1, thread_pool=ctx.thread_pool._pool, on_error=ctx.on_error)
     pipe._fed_seeds = random
     try:
         with pipe:
@@ -333,7 +347,8 @@ class _Call:
         arg_sigs = {k: _sig(b) for k, b in per_sample.items()}
         pipe_batch = _bucket(n) if (in_sigs or arg_sigs) else n
         constants = self.constants
-        key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch)
+        key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch,
+               self.ctx.on_error)
 
         def build(pipe):
             nodes = []
@@ -352,9 +367,14 @@ class _Call:
         feeds = [(f"input{i}", b._tl) for i, b in enumerate(batches)]
         feeds += [(f"arg_{k}", b._tl) for k, b in per_sample.items()]
         try:
-            return execute(key, build, feeds, pipe_batch, op_device != "cpu", info.random, self.seed, self.ctx)
+            outs, dropped = execute(key, build, feeds, pipe_batch, op_device != "cpu", info.random, self.seed,
+                                    self.ctx)
         except _ladle.Error as e:
             raise _renamed(e, info, batches) from None
+        if dropped:
+            self.ctx._record_skips(public, [(i, _origin_of(batches, i), _renamed_text(error, info))
+                                            for i, error in dropped])
+        return outs
 
 
 def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=None):
@@ -435,17 +455,22 @@ def _synchronize(outs):
         torch.cuda.current_stream().synchronize()
 
 
-def _renamed(e, info, batches=()):
-    """The error with ladle.dynamic's name of the operator (the pipeline API's
-    fn.<name> replaced, or put in front), the internal pipeline's iteration
-    left out, and the file a failing sample came from when a reader made it."""
-    text = str(e).replace(f"fn.{info.name}", info.public)
-    import re
-
+def _renamed_text(text, info):
+    """An error message with ladle.dynamic's name of the operator (the
+    pipeline API's fn.<name> replaced, or put in front) and the internal
+    pipeline's iteration left out."""
+    text = text.replace(f"fn.{info.name}", info.public)
     text = re.sub(r"sample (\d+) of iteration \d+(?: \(record \d+, epoch \d+, \"[^\"]*\"\))?: (?:\(unnamed\): )?",
                   r"sample \1: ", text)
     if info.public not in text:
         text = f"{info.public}: {text}"
+    return text
+
+
+def _renamed(e, info, batches=()):
+    """The error renamed (_renamed_text), with the file a failing sample came
+    from when a reader made it."""
+    text = _renamed_text(str(e), info)
     m = re.search(r"sample (\d+)", text)
     if m:
         origin = _origin_of(batches, int(m.group(1)))
@@ -481,6 +506,6 @@ def to_gpu(b, device_id=None):
     ctx = EvalContext.current()
     if device_id is not None and device_id != _gpu_device_id(ctx):
         ctx = EvalContext(device_id=device_id, thread_pool=ctx.thread_pool)  # a one-off graph on that GPU
-    outs = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b._tl)], _bucket(n), True, False,
-                   ctx=ctx)
+    outs, _ = execute(("transfer.to_gpu", sig, _bucket(n)), build, [("input0", b._tl)], _bucket(n), True, False,
+                      ctx=ctx)
     return Batch._wrap(outs[0])
