@@ -139,8 +139,8 @@ def test_skip_with_the_mixed_decoder(corrupt_tree, tmp_path):
     root, bad = corrupt_tree
     # A JPEG that ends with its end-of-image marker (so it is routed to nvJPEG)
     # but has a broken Huffman table. It replaces a good file, so the set keeps
-    # 36 files: 6 whole batches (with 37, the last batch would be one record
-    # padded five times, and all six slots bad when that record is).
+    # 36 files: 6 whole batches (a padded last batch of one bad record borrows
+    # a sample: test_padded_last_batch_of_one_bad_record_borrows_a_replacement).
     extra = os.path.join(root, "circle", "circle_0.jpg")
     data = bytearray(open(extra, "rb").read())
     dht = data.index(b"\xFF\xC4")
