@@ -360,6 +360,49 @@ done:
   return st;
 }
 
+/* Every slot of the iteration is known bad (skip_bad_samples): a padded last
+ * batch whose one real record is bad (pad_last_batch repeats it), or a batch
+ * of bad files only. Its slots take the nearest sample of the same epoch (so
+ * of the same shard) not known bad: from the batches before, the nearest
+ * first (the last slot of the batch before, then the one before it, ...),
+ * else from the batches after. Slots keep their pad marks, so the padding
+ * repeats the replacement. Deterministic: the nearest good record, found
+ * by trying (a borrowed record that fails is recorded and the next is
+ * borrowed). Fails when the epoch has no good sample left. */
+static ladle_status borrow_sample(ladle_pipeline *p, int64_t iteration, int batch) {
+  ladle_status st = LADLE_OK;
+  int64_t epoch = p->refs[0].epoch;
+  ladle__sample_ref *scan = calloc((size_t)batch, sizeof *scan);
+  LADLE_CHECK(scan, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
+  for (int dir = -1; dir <= 1; dir += 2) {
+    for (int64_t it = iteration + dir; it >= 0; it += dir) {
+      LADLE_TRY(p->reader->def->plan(p->reader, it, scan));
+      int in_epoch = 0;
+      for (int k = 0; k < batch; k++) {
+        int i = dir < 0 ? batch - 1 - k : k;
+        if (scan[i].epoch != epoch) continue;
+        in_epoch = 1;
+        if (scan[i].pad || ladle__skip_known_bad(&p->skip, scan[i].index)) continue;
+        const char *name = p->reader->def->sample_name(p->reader, scan[i].index);
+        for (int j = 0; j < batch; j++) {
+          int pad = p->refs[j].pad;
+          p->refs[j] = scan[i];
+          p->refs[j].pad = pad;
+          p->names[j] = name;
+        }
+        goto done;
+      }
+      if (!in_epoch) break; /* past the epoch's first or last batch */
+    }
+  }
+  st = LADLE_FAIL(LADLE_ERROR_CORRUPT_DATA, "every sample of iteration %lld is bad (%d skipped) and so is every "
+                  "other sample of epoch %lld: nothing is left to fill the batch with", (long long)iteration,
+                  p->skip.num_log, (long long)epoch);
+done:
+  free(scan);
+  return st;
+}
+
 /* Runs one iteration; on success out[] gets the pipeline's outputs. Bad
  * samples (skip_bad_samples) cost one more attempt per batch they appear in
  * first; once known they are replaced before the attempt (in a pipeline fed
@@ -376,7 +419,8 @@ static ladle_status run_iteration(ladle_pipeline *p, int64_t iteration, unsigned
     ladle_batch_retain(fed[i]);
   }
   while (st == LADLE_OK) {
-    if (p->reader) st = ladle__skip_substitute(&p->skip, p->refs, p->names, batch, iteration);
+    if (p->reader && ladle__skip_all_bad(&p->skip, p->refs, batch)) st = borrow_sample(p, iteration, batch);
+    if (p->reader && st == LADLE_OK) st = ladle__skip_substitute(&p->skip, p->refs, p->names, batch, iteration);
     if (st != LADLE_OK) break;
     if (p->skip.enabled) memset(p->skip.failed, 0, (size_t)batch);
     int skippable = 0;

@@ -50,7 +50,7 @@ void ladle__skip_fini(ladle__skip_state *s) {
   memset(s, 0, sizeof *s);
 }
 
-static int known_bad(const ladle__skip_state *s, int64_t record) {
+int ladle__skip_known_bad(const ladle__skip_state *s, int64_t record) {
   int lo = 0, hi = s->num_bad;
   while (lo < hi) {
     int mid = lo + (hi - lo) / 2;
@@ -60,12 +60,19 @@ static int known_bad(const ladle__skip_state *s, int64_t record) {
   return lo < s->num_bad && s->bad[lo] == record;
 }
 
+int ladle__skip_all_bad(const ladle__skip_state *s, const ladle__sample_ref *refs, int batch_size) {
+  if (!s->enabled || !s->num_bad) return 0;
+  for (int i = 0; i < batch_size; i++)
+    if (!ladle__skip_known_bad(s, refs[i].index)) return 0;
+  return 1;
+}
+
 ladle_status ladle__skip_substitute(const ladle__skip_state *s, ladle__sample_ref *refs, const char **names,
                                     int batch_size, int64_t iteration) {
   if (!s->enabled || !s->num_bad) return LADLE_OK;
   int good = -1;
   for (int i = 0; i < batch_size && good < 0; i++)
-    if (!known_bad(s, refs[i].index)) good = i;
+    if (!ladle__skip_known_bad(s, refs[i].index)) good = i;
   if (good < 0)
     return LADLE_FAIL(LADLE_ERROR_CORRUPT_DATA, "every sample of iteration %lld is bad (%d skipped); nothing is "
                       "left to fill the batch with", (long long)iteration, batch_size);
@@ -73,7 +80,7 @@ ladle_status ladle__skip_substitute(const ladle__skip_state *s, ladle__sample_re
    * as the original listing had it. */
   int next_good = good; /* the first good slot: what the tail wraps around to */
   for (int i = batch_size - 1; i >= 0; i--) {
-    if (!known_bad(s, refs[i].index)) {
+    if (!ladle__skip_known_bad(s, refs[i].index)) {
       next_good = i;
       continue;
     }
@@ -99,7 +106,7 @@ ladle_status ladle__skip_record(ladle__skip_state *s, pthread_mutex_t *lock, con
   ladle_status st = LADLE_OK;
   pthread_mutex_lock(lock);
   for (int i = 0; i < batch_size && st == LADLE_OK; i++) {
-    if (!s->failed[i] || known_bad(s, refs[i].index)) continue; /* a duplicate slot of one bad record */
+    if (!s->failed[i] || ladle__skip_known_bad(s, refs[i].index)) continue; /* a duplicate slot of one bad record */
     st = grow((void **)&s->bad, &s->cap_bad, s->num_bad + 1, sizeof *s->bad);
     if (st == LADLE_OK) st = grow((void **)&s->log, &s->cap_log, s->num_log + 1, sizeof *s->log);
     if (st != LADLE_OK) break;

@@ -37,6 +37,14 @@ ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params 
                               int64_t epoch_size);
 void ladle__skip_fini(ladle__skip_state *s);
 
+/* 1 when `record` is known bad. */
+int ladle__skip_known_bad(const ladle__skip_state *s, int64_t record);
+
+/* 1 when skipping is on and every slot of the batch is known bad: then
+ * nothing in it can fill the batch (ladle__skip_substitute fails), and the
+ * executor borrows a sample of another batch of the same epoch. */
+int ladle__skip_all_bad(const ladle__skip_state *s, const ladle__sample_ref *refs, int batch_size);
+
 /* Replaces, in refs/names, every slot whose record is known bad by the next
  * slot (cyclically) whose record is not. Fails when none of the batch is good. */
 ladle_status ladle__skip_substitute(const ladle__skip_state *s, ladle__sample_ref *refs, const char **names,

@@ -139,8 +139,8 @@ def test_skip_with_the_mixed_decoder(corrupt_tree, tmp_path):
     root, bad = corrupt_tree
     # A JPEG that ends with its end-of-image marker (so it is routed to nvJPEG)
     # but has a broken Huffman table. It replaces a good file, so the set keeps
-    # 36 files: 6 whole batches (with 37, the last batch would be one record
-    # padded five times, and all six slots bad when that record is).
+    # 36 files: 6 whole batches (a padded last batch of one bad record borrows
+    # a sample: test_padded_last_batch_of_one_bad_record_borrows_a_replacement).
     extra = os.path.join(root, "circle", "circle_0.jpg")
     data = bytearray(open(extra, "rb").read())
     dht = data.index(b"\xFF\xC4")
@@ -242,3 +242,124 @@ def test_dynamic_reader_skips_records_it_cannot_read(tmp_path, sample_root, capl
         reader(max_skipped_samples=3).epoch_size
     with pytest.raises(ladle.ReadError, match="ladle.dynamic.readers.File: .*cannot open folder"):
         ldd.readers.File(file_root=str(tmp_path / "none")).epoch_size
+
+
+def padded_shards(tmp_path, bad, num_files=10, batch_size=4, num_threads=2):
+    """files= of num_files sample JPEGs (label = file number), those in `bad`
+    corrupt; two shards with pad_last_batch. Returns {shard: labels per batch}
+    over two epochs, and the pipelines' skip lists."""
+    from conftest import sample_jpegs
+    jpegs = [data for _, data in sample_jpegs()]
+    files = []
+    for i in range(num_files):
+        path = tmp_path / f"f{i}.jpg"
+        path.write_bytes(b"corrupt" * 20 if i in bad else jpegs[i])
+        files.append(str(path))
+    out, skipped = {}, {}
+    for shard in range(2):
+        pipe = ladle.Pipeline(batch_size=batch_size, num_threads=num_threads, on_error="skip")
+        with pipe:
+            jpegs_node, labels = fn.readers.file(files=files, labels=list(range(num_files)), name="R",
+                                                 shard_id=shard, num_shards=2, pad_last_batch=True)
+            pipe.set_outputs(fn.resize(fn.decoders.image(jpegs_node), resize_x=8, resize_y=8), labels)
+        per_epoch = -(-(num_files // 2) // batch_size)
+        batches = []
+        for _ in range(2 * per_epoch):
+            images, labels_out = pipe.run()
+            assert len(images) == batch_size
+            batches.append([int(x) for x in np.array(labels_out.as_array()).reshape(-1)])
+        out[shard], skipped[shard] = batches, sorted(s["name"] for s in pipe.skipped_samples())
+        pipe.close()
+    return out, skipped, files
+
+
+def test_padded_last_batch_of_one_bad_record_borrows_a_replacement(tmp_path):
+    """Shard 0 holds files 0-4; with batch 4 its last batch is file 4 padded
+    three times. File 4 is corrupt: the batch takes the nearest good sample
+    of the shard before it (file 3), padding included, and every shard keeps
+    two batches per epoch."""
+    out, skipped, files = padded_shards(tmp_path, bad={4})
+    assert out[0] == [[0, 1, 2, 3], [3, 3, 3, 3], [5, 6, 7, 8], [9, 9, 9, 9]]  # epoch 1 reads shard 1
+    assert out[1] == [[5, 6, 7, 8], [9, 9, 9, 9], [0, 1, 2, 3], [3, 3, 3, 3]]
+    assert skipped[0] == skipped[1] == [files[4]]
+    (tmp_path / "again").mkdir()
+    again, _, _ = padded_shards(tmp_path / "again", bad={4}, num_threads=1)
+    assert again == out  # deterministic, whatever the thread count
+
+
+def test_borrowing_goes_on_past_bad_neighbours_and_forward(tmp_path):
+    # Files 3 and 4 bad: file 2 fills the padded batch. Files 0-3 bad: the first
+    # batch has nothing good before it and takes file 4 from the batch after.
+    out, skipped, files = padded_shards(tmp_path, bad={3, 4})
+    assert out[0][:2] == [[0, 1, 2, 0], [2, 2, 2, 2]]  # in a batch: the next good slot, cyclically
+    (tmp_path / "b").mkdir()
+    out, skipped, files = padded_shards(tmp_path / "b", bad={0, 1, 2, 3})
+    assert out[0][:2] == [[4, 4, 4, 4], [4, 4, 4, 4]]
+    assert skipped[0] == files[:4]
+
+
+def test_a_shard_with_no_good_sample_fails(tmp_path):
+    with pytest.raises(ladle.Error, match="every other sample of epoch 0"):
+        padded_shards(tmp_path, bad=set(range(5)))
+
+
+def test_dynamic_call_skip_drops_the_sample_and_the_batch_is_smaller(caplog):
+    import ladle.dynamic as ldd
+    from conftest import sample_jpegs
+    good = [np.frombuffer(data, np.uint8) for _, data in sample_jpegs()[:5]]
+    bad = np.frombuffer(b"not a jpeg at all" * 10, np.uint8)
+    want = ldd.decoders.image(ldd.batch(good[:2] + good[3:]))
+    with pytest.raises(ladle.Error, match="ladle.dynamic.decoders.image"):  # the default context raises
+        ldd.decoders.image(ldd.batch(good[:2] + [bad] + good[3:]))
+    ctx = ldd.EvalContext(on_error="skip", max_skipped_samples=2)
+    with ctx, caplog.at_level(logging.WARNING, logger="ladle"):
+        got = ldd.decoders.image(ldd.batch(good[:2] + [bad] + good[3:]))  # slot 2 is bad
+        assert len(got) == 4
+        for a, b in zip(got.tensors, want.tensors):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+        assert len(ldd.decoders.image(ldd.batch(good))) == 5
+        # A random operator (fed seeds) numbers its samples too: slot 0 is dropped.
+        cropped = ldd.decoders.image_random_crop(ldd.batch([good[0][:300]] + good[1:3]), rng=ldd.random.RNG(3))
+        assert len(cropped) == 2
+        skipped = ctx.skipped_samples()
+        assert [(s["operator"], s["call"], s["sample"]) for s in skipped] == [
+            ("ladle.dynamic.decoders.image", 0, 2), ("ladle.dynamic.decoders.image_random_crop", 1, 0)]
+        assert all(s["error"].startswith("ladle.dynamic.decoders") and s["name"] == "" for s in skipped)
+        assert sum("skipped a bad sample" in r.message for r in caplog.records) == 2
+        with pytest.raises(ladle.LimitError, match="3 bad samples skipped in this EvalContext, more than "
+                                                   "max_skipped_samples=2"):
+            ldd.decoders.image(ldd.batch([bad] + good[:2]))
+        with pytest.raises(ladle.Error, match="every sample of the fed batch failed"):
+            ldd.decoders.image(ldd.batch([bad, bad]))
+        assert len(ldd.decoders.image(ldd.batch(good[:3]))) == 3  # and calls go on
+    # Bad arguments are never skipped, and the context's arguments are checked.
+    with ctx, pytest.raises(ladle.InvalidArgumentError, match="output_type"):
+        ldd.decoders.image(ldd.batch(good[:2]), output_type=99)
+    for kwargs, match in (({"on_error": "ignore"}, "on_error"), ({"max_skipped_samples": 3}, "needs on_error"),
+                          ({"on_error": "skip", "max_skipped_samples": 0.5}, "int >= 0")):
+        with pytest.raises(ladle.InvalidArgumentError, match=match):
+            ldd.EvalContext(**kwargs)
+
+
+def test_dynamic_call_skip_names_the_file_a_dynamic_reader_read(tmp_path, sample_root):
+    import ladle.dynamic as ldd
+    root = tmp_path / "data"
+    shutil.copytree(sample_root, root)
+    bad = root / "square" / "square_3.jpg"
+    bad.write_bytes(b"garbage" * 30)  # readable, so the reader passes it on; decoding fails
+    reader = ldd.readers.File(file_root=str(root))
+    ctx = ldd.EvalContext(on_error="skip")
+    with ctx:
+        sizes, labels_kept = [], 0
+        for enc, labels in reader.next_epoch(batch_size=8):
+            before = len(ctx.skipped_samples())
+            images = ldd.decoders.image(enc)
+            dropped = {s["sample"] for s in ctx.skipped_samples()[before:]}
+            kept = labels.select([i for i in range(len(labels)) if i not in dropped])  # labels kept aligned
+            assert len(kept) == len(images)
+            sizes.append(len(images))
+            labels_kept += len(kept)
+    assert sizes == [8, 7, 8, 8] and labels_kept == 31  # square_3 is file 11
+    assert [s["name"] for s in ctx.skipped_samples()] == [str(bad)]
+    assert ctx.skipped_samples()[0]["error"].startswith("ladle.dynamic.decoders.image")
+    reader.close()

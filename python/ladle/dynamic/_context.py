@@ -4,6 +4,7 @@ graphs), ThreadPool and Device, with the names of DALI's dynamic mode."""
 
 import collections
 import enum
+import logging
 import os
 import queue
 import threading
@@ -12,6 +13,7 @@ import weakref
 from .. import _ladle
 from ..pipeline import ThreadPool as _PipelineThreadPool
 
+_log = logging.getLogger("ladle")
 CACHE_SIZE = 64  # built graphs kept per context; the least recently used one is closed beyond that
 
 
@@ -275,12 +277,36 @@ class EvalContext:
     the thread; ``EvalContext.current()`` is the innermost one, or
     ``EvalContext.default()``. ``evaluate_all()`` waits for the calls queued
     in it (EvalMode.deferred). Each context keeps up to CACHE_SIZE built
-    graphs; ``close()`` (or leaving the last reference) frees them."""
+    graphs; ``close()`` (or leaving the last reference) frees them.
+
+    Bad data: with ``on_error="skip"`` (default ``"raise"``) a sample that an
+    operator call of this context fails on with a data error (corrupt,
+    truncated, unsupported, over a limit; never a wrong argument) is dropped
+    from that call's result, which is smaller by it (what a pipeline fed by
+    external sources does; a replacement would need the sample's other data,
+    such as its label, replaced too). Each skip is logged once (logger
+    "ladle") and listed by ``skipped_samples()`` with the index of the sample
+    in the call's inputs, so that other batches can drop it too.
+    ``max_skipped_samples=N`` (an int) bounds the skips of the context: past
+    it the call raises LimitError listing the skipped samples. Read errors of
+    a dynamic reader are the reader's own ``on_error`` (the slot takes the
+    next good sample of its batch)."""
 
     _default_instance = None
     _default_lock = threading.Lock()
 
-    def __init__(self, *, num_threads=None, device_id=None, cuda_stream=None, thread_pool=None):
+    def __init__(self, *, num_threads=None, device_id=None, cuda_stream=None, thread_pool=None, on_error="raise",
+                 max_skipped_samples=None):
+        if on_error not in ("raise", "skip"):
+            raise _ladle.InvalidArgumentError(f"EvalContext: on_error={on_error!r}: use 'raise' or 'skip'")
+        if max_skipped_samples is not None:
+            if on_error != "skip":
+                raise _ladle.InvalidArgumentError("EvalContext: max_skipped_samples needs on_error='skip'")
+            if isinstance(max_skipped_samples, bool) or not isinstance(max_skipped_samples, int) \
+                    or max_skipped_samples < 0:
+                raise _ladle.InvalidArgumentError(
+                    f"EvalContext: max_skipped_samples={max_skipped_samples!r}: give an int >= 0 (a context has "
+                    "no epoch to take a fraction of)")
         if thread_pool is not None and num_threads is not None:
             raise _ladle.InvalidArgumentError("EvalContext: give thread_pool or num_threads, not both")
         if thread_pool is not None and not isinstance(thread_pool, ThreadPool):
@@ -299,6 +325,8 @@ class EvalContext:
         from . import checkpoint as _checkpoint
 
         self._checkpoint = _checkpoint.Checkpoint()
+        self._on_error, self._max_skipped = on_error, max_skipped_samples
+        self._skipped = []  # on_error="skip": the dropped samples, in the order found
         weakref.finalize(self, EvalContext._release, self._cache)
 
     @staticmethod
@@ -353,6 +381,36 @@ class EvalContext:
             e.close()
 
     close = clear_cache
+
+    @property
+    def on_error(self):
+        return self._on_error
+
+    def skipped_samples(self):
+        """The samples that calls of this context dropped (on_error="skip"),
+        in the order found: dicts with operator (its ladle.dynamic name),
+        call (the context's count of calls that skipped, from 0), sample
+        (its index in the call's inputs), name (the file it was read from,
+        when a dynamic reader made the input, else "") and error."""
+        with self._lock:
+            return [dict(s) for s in self._skipped]
+
+    def _record_skips(self, operator, found):
+        """Logs and records the samples a call dropped ([(sample, name, error)]);
+        raises LimitError past max_skipped_samples."""
+        with self._lock:
+            call = self._skipped[-1]["call"] + 1 if self._skipped else 0
+            for sample, name, error in found:
+                _log.warning("skipped a bad sample: %s (sample %d of a call of %s): %s", name or "(unnamed)",
+                             sample, operator, error)
+                self._skipped.append({"operator": operator, "call": call, "sample": sample, "name": name or "",
+                                      "error": error})
+            total = len(self._skipped)
+            if self._max_skipped is None or total <= self._max_skipped:
+                return
+            listed = ", ".join(s["name"] or f"sample {s['sample']} of {s['operator']}" for s in self._skipped)
+        raise _ladle.LimitError(f"{operator}: {total} bad samples skipped in this EvalContext, more than "
+                                f"max_skipped_samples={self._max_skipped} allows: {listed}")
 
     # --- the current context -------------------------------------------------------
 
@@ -418,7 +476,8 @@ class EvalContext:
 
     def __repr__(self):
         return (f"ladle.dynamic.EvalContext(device_id={self._device_id}, "
-                f"num_threads={self._own_threads or (self._thread_pool and self._thread_pool.num_threads)})")
+                f"num_threads={self._own_threads or (self._thread_pool and self._thread_pool.num_threads)}"
+                + (", on_error='skip')" if self._on_error == "skip" else ")"))
 
 
 def _after_fork_in_child():

@@ -5,6 +5,7 @@ the call's seed) and run once. In steady state a call builds nothing."""
 
 import collections
 import functools
+import re
 import threading
 
 import numpy as np
@@ -65,10 +66,11 @@ def draws_random(op_name):
 class _Ticket:
     """One fed iteration of an entry: its outputs once run() handed them out."""
 
-    __slots__ = ("done", "value", "error")
+    __slots__ = ("done", "value", "error", "dropped")
 
     def __init__(self):
         self.done, self.value, self.error = False, None, None
+        self.dropped = []  # on_error="skip": [(index in the feeds, error)]
 
 
 class _Entry:
@@ -78,7 +80,7 @@ class _Entry:
     never waits for the executor, so independent calls (EvalMode.deferred)
     keep several pipelines busy at once."""
 
-    __slots__ = ("pipe", "handle", "feed_lock", "run_lock", "random", "fed", "dead", "limit")
+    __slots__ = ("pipe", "handle", "feed_lock", "run_lock", "random", "fed", "dead", "limit", "skipped")
 
     def __init__(self, pipe, random):
         self.pipe = pipe
@@ -89,6 +91,7 @@ class _Entry:
         self.fed = collections.deque()  # tickets fed, not answered yet
         self.dead = False  # left the cache after a failure: closed once its tickets are answered
         self.limit = _PREFETCH + 8  # the batches a source may hold untaken (ladle_pipeline_feed)
+        self.skipped = 0  # on_error="skip": the pipeline's skips already taken
 
     def submit(self, feeds, seed):
         if len(self.fed) >= self.limit:  # the oldest must be taken before more fit
@@ -110,6 +113,7 @@ class _Entry:
                     head = self.fed.popleft()
                 try:
                     head.value = tuple(TensorList(b) for b in self.handle.run())
+                    head.dropped = self._dropped()
                 except BaseException as e:
                     head.error = self._chained(e)
                 head.done = True
@@ -118,6 +122,18 @@ class _Entry:
         if ticket.error is not None and raise_error:
             raise ticket.error
         return ticket.value
+
+    def _dropped(self):
+        """The samples the last run dropped (on_error="skip"): [(index in the feeds, error)]."""
+        dropped = []
+        if self.pipe._skip:
+            # Fed samples are numbered iteration x batch_size + slot (from 0 in
+            # each iteration with fed seeds); the slot is the index in the feeds.
+            for s in self.handle.skipped(self.skipped):
+                first = 0 if self.random else s["iteration"] * self.pipe.batch_size
+                dropped.append((s["record"] - first, s["error"]))
+                self.skipped += 1
+        return dropped
 
     def _chained(self, e):
         """A failed run's error, chained to the Python function's exception that caused it."""
@@ -211,8 +227,10 @@ def _drop(ctx, key, entry):
 
 
 def _make(ctx, build, batch_size, on_gpu, random):
+    # on_error="skip" without a budget: the context counts the skips of all its graphs.
     pipe = Pipeline(batch_size=batch_size, device_id=_gpu_device_id(ctx) if on_gpu else None, seed=0,
-                    prefetch_queue_depth=_PREFETCH, thread_pool=ctx.thread_pool._pool)
+                    prefetch_queue_depth=_PREFETCH, thread_pool=ctx.thread_pool._pool,
+                    on_error=ctx.on_error)
     pipe._fed_seeds = random
     try:
         with pipe:
@@ -419,7 +437,8 @@ class _Call:
         self.rng_stream = (len(in_sigs) + len(arg_sigs)) * _SOURCE_COMPUTES
         pipe_batch = _bucket(n) if (in_sigs or arg_sigs) else n
         constants = self.constants
-        key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch)
+        key = (info.name, op_device, _hashable(constants), tuple(in_sigs), _hashable(arg_sigs), pipe_batch,
+               self.ctx.on_error)
 
         def build(pipe):
             nodes = []
@@ -449,11 +468,16 @@ class _Call:
         return self.collect(entry, ticket, key, batches)
 
     def collect(self, entry, ticket, key, batches):
+        info = self.info
         try:
-            return collect(entry, ticket, key, self.ctx)
+            outs = collect(entry, ticket, key, self.ctx)
         except _ladle.Error as e:
-            error = _renamed(e, self.info, batches)
-        raise error from error.__cause__  # a Python function's exception, or None
+            error = _renamed(e, info, batches)
+            raise error from error.__cause__  # a Python function's exception, or None
+        if ticket.dropped:
+            self.ctx._record_skips(info.public, [(i, _origin_of(batches, i), _renamed_text(error, info))
+                                                 for i, error in ticket.dropped])
+        return outs
 
     def ready(self):
         """Whether the inputs are data now (no deferred result among them)."""
@@ -556,18 +580,23 @@ def _synchronize(outs):
         torch.cuda.current_stream().synchronize()
 
 
-def _renamed(e, info, batches=()):
-    """The error with ladle.dynamic's name of the operator (the pipeline API's
-    fn.<name> replaced, or put in front), the internal pipeline's iteration
-    left out, and the file a failing sample came from when a reader made it."""
-    text = str(e).replace(f"fn.{info.name}", info.public)
-    import re
-
+def _renamed_text(text, info):
+    """An error message with ladle.dynamic's name of the operator (the
+    pipeline API's fn.<name> replaced, or put in front) and the internal
+    pipeline's iteration left out."""
+    text = text.replace(f"fn.{info.name}", info.public)
     text = re.sub(r"sample (\d+) of iteration \d+(?: \(record \d+, epoch \d+, \"[^\"]*\"\))?: (?:\(unnamed\): )?",
                   r"sample \1: ", text)
     text = re.sub(r"^iteration \d+: (?:" + re.escape(info.name) + ": )?", "", text)
     if info.public not in text:
         text = f"{info.public}: {text}"
+    return text
+
+
+def _renamed(e, info, batches=()):
+    """The error renamed (_renamed_text), with the file a failing sample came
+    from when a reader made it."""
+    text = _renamed_text(str(e), info)
     m = re.search(r"sample (\d+)", text)
     if m:
         origin = _origin_of(batches, int(m.group(1)))

@@ -118,7 +118,10 @@ void ladle__tensor_value(void *out, ladle_dtype dtype, double value) {
     memcpy(out, &i, sizeof i);
     return;
   }
-  ladle__convert(out, dtype, &f, LADLE_FLOAT32, 1);
+  /* Through an aligned value: callers may keep `out` in a byte array (readers.numpy's fill). */
+  uint64_t value8 = 0;
+  ladle__convert(&value8, dtype, &f, LADLE_FLOAT32, 1);
+  memcpy(out, &value8, sizeof value8);
 }
 
 ladle_status ladle__strided_run(ladle__node *n, ladle__sample *s, ladle__strided_plan plan, int max) {
