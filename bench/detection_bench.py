@@ -77,6 +77,8 @@ def make(train, torch, name, spec):
             str(spec["image_size"]), "--data-backend", backend, "--seed", "0"]
     if not cuda:
         argv.append("--cpu")
+    if spec.get("encode_boxes"):
+        argv.append("--encode-boxes")
     args = train.parse_args(argv)
     dev = train.Dist(not cuda)
     if name.endswith("-mixed") and not cuda:
@@ -90,7 +92,10 @@ def make(train, torch, name, spec):
             import nvidia.dali  # noqa: F401
         except ImportError as e:
             raise Unavailable(f"NVIDIA DALI does not import: {e}")
-    loader, desc = train.make_loader(args, dev, backend)
+    anchors = None
+    if args.encode_boxes:  # SSD300's default boxes (8732 at 300 x 300)
+        anchors = train.default_boxes(train.make_model(args.arch, 6, args.image_size), args.image_size)
+    loader, desc = train.make_loader(args, dev, backend, anchors)
     return loader, desc, dev
 
 
@@ -111,8 +116,11 @@ def measure(spec):
     sync()
     first = time.perf_counter() - start
     output = {"images": [int(d) for d in images.shape], "dtype": str(images.dtype).replace("torch.", ""),
-              "device": str(images.device), "boxes_per_image": round(sum(len(t["boxes"]) for t in targets) /
-                                                                     max(1, len(targets)), 2)}
+              "device": str(images.device)}
+    if isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
+        output["matched_anchors_per_image"] = round(float((targets[1] > 0).sum()) / len(targets[1]), 2)
+    else:
+        output["boxes_per_image"] = round(sum(len(t["boxes"]) for t in targets) / max(1, len(targets)), 2)
     n_batches = max(spec["pass_images"] // batch, 4)
     count, t0 = 1, time.perf_counter()
     while count < max(n_batches, 6) or time.perf_counter() - t0 < 1.0:  # warm-up: drains what was read ahead
@@ -183,6 +191,8 @@ def run_training(args, source, deadline):
            str(args.train_threads), "--image-size", str(args.image_size), "--data-backend", backend,
            "--iters-per-epoch", str(iters), "-p", str(max(1, iters // 3)), "--warmup-iters", str(iters)]
     cmd += ["--amp", "--channels-last"] if cuda else ["--cpu"]
+    cmd += ["--encode-boxes"] if args.encode_boxes else []
+    cmd += ["--no-eval"]  # images/s only
     env = common.child_env(source.startswith("dali"))
     env["PYTHONPATH"] = os.path.join(common.REPO, "python") + (os.pathsep + env["PYTHONPATH"]
                                                               if env.get("PYTHONPATH") else "")
@@ -279,6 +289,7 @@ def parent_main(args):
               "machine": common.machine_info(torch), "software": common.software_info(ladle, torch, torchvision),
               "data": data,
               "settings": {"batch_size": args.batch_size, "threads": args.threads, "image_size": args.image_size,
+                           "encode_boxes": args.encode_boxes,
                            "passes": args.passes, "pass_images": args.pass_images, "arch": args.arch,
                            "train_batch_size": args.train_batch_size, "train_threads": args.train_threads,
                            "train_iters": args.train_iters},
@@ -299,7 +310,8 @@ def parent_main(args):
             report["results"][name] = {"skipped": "time budget spent"}
             continue
         spec = {"loader": name, "data": args.data, "batch_size": args.batch_size, "threads": args.threads,
-                "image_size": args.image_size, "passes": args.passes, "pass_images": args.pass_images}
+                "image_size": args.image_size, "passes": args.passes, "pass_images": args.pass_images,
+                "encode_boxes": args.encode_boxes}
         res = run_child(args, spec, deadline)
         report["results"][name] = res
         print(f"  {name}: " + (f"{res['images_per_s']['median']:,.1f} images/s" if "images_per_s" in res
@@ -335,6 +347,9 @@ def parse_args(argv=None):
     p.add_argument("--passes", type=int, default=5)
     p.add_argument("--pass-images", type=int, default=1024, help="images per timed pass")
     p.add_argument("--loaders", default=",".join(LOADERS), help="comma-separated: " + ", ".join(LOADERS))
+    p.add_argument("--encode-boxes", action="store_true",
+                   help="the pipeline ends with box_encoder on SSD300's 8732 default boxes (train.py --encode-boxes; "
+                        "tv-dataloader: torchvision's matcher in the workers)")
     p.add_argument("--loader-timeout", type=float, default=300, help="seconds per loader")
     p.add_argument("--train", action="store_true", help="also training images/s of train.py per data source")
     p.add_argument("--train-sources", default=",".join(TRAIN_SOURCES))

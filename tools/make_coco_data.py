@@ -3,11 +3,15 @@
 with exactly known boxes and masks composed onto photographs.
 
     python3 tools/make_coco_data.py /tmp/coco-shapes -n 2000 -j 16
+    python3 tools/make_coco_data.py /tmp/coco-shapes -n 2000 --val 500     # + DIR/val for mAP
     python3 tools/make_coco_data.py /tmp/coco-val -n 200 --seed 1
     python3 tools/make_coco_data.py /tmp/coco-tiny -n 32 --side 96,128 --backgrounds generated
 
 Output: DIR/images/*.jpg and DIR/annotations/instances.json, for
-fn.readers.coco(file_root=DIR/images, annotations_file=DIR/annotations/instances.json).
+fn.readers.coco(file_root=DIR/images, annotations_file=DIR/annotations/instances.json);
+with --val N also a validation set of N other images (the same settings, seed
+VAL_SEED_OFFSET + --seed) in DIR/val/images and DIR/val/annotations/instances.json,
+where examples/detection/train.py looks for one.
 Backgrounds default to the benchmark photographs ($LADLE_PHOTOS, .bench/bench-photos/root
 after tools/fetch-bench-data, or ../shared/data/bench-photos/root), else the
 package's demo photographs. The same arguments write the same bytes, whatever -j is.
@@ -22,6 +26,7 @@ import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+VAL_SEED_OFFSET = 1_000_003  # the validation set's seed: far from the seeds a user gives the training sets
 
 
 def load_cocodata():
@@ -60,16 +65,21 @@ def main(argv=None):
     p.add_argument("--empty-fraction", type=float, default=0.03, help="images without objects")
     p.add_argument("--quality", type=int, default=90)
     p.add_argument("-j", "--workers", type=int, default=os.cpu_count() or 1)
+    p.add_argument("--val", type=int, default=0, metavar="N", help="also N validation images in DIR/val")
     args = p.parse_args(argv)
     cocodata = load_cocodata()
-    start = time.perf_counter()
-    info = cocodata.make_coco(args.out, images=args.images, seed=args.seed, backgrounds=args.backgrounds,
-                              side=args.side, objects=args.objects, size_range=args.size_range,
-                              rle_fraction=args.rle_fraction, crowd_fraction=args.crowd_fraction,
-                              empty_fraction=args.empty_fraction, quality=args.quality, workers=args.workers)
-    print(f"{info['root']}: {info['images']} images, {info['annotations']} objects, backgrounds "
-          f"{info['backgrounds']} ({time.perf_counter() - start:.1f} s)\n"
-          f"  file_root={info['file_root']}\n  annotations_file={info['annotations_file']}")
+    sets = [(args.out, args.images, args.seed)]
+    if args.val:
+        sets.append((os.path.join(args.out, "val"), args.val, VAL_SEED_OFFSET + args.seed))
+    for out, images, seed in sets:
+        start = time.perf_counter()
+        info = cocodata.make_coco(out, images=images, seed=seed, backgrounds=args.backgrounds,
+                                  side=args.side, objects=args.objects, size_range=args.size_range,
+                                  rle_fraction=args.rle_fraction, crowd_fraction=args.crowd_fraction,
+                                  empty_fraction=args.empty_fraction, quality=args.quality, workers=args.workers)
+        print(f"{info['root']}: {info['images']} images, {info['annotations']} objects, backgrounds "
+              f"{info['backgrounds']} ({time.perf_counter() - start:.1f} s)\n"
+              f"  file_root={info['file_root']}\n  annotations_file={info['annotations_file']}")
     return 0
 
 

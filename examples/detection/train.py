@@ -7,12 +7,17 @@ DALI, or torchvision) loading the data.
     torchrun --nproc_per_node 8 train.py DIR -b 32 --amp              # eight
     python train.py DIR -a tinyssd --image-size 128 -b 8 --cpu        # a CPU, in seconds
     python train.py DIR --data-backend pytorch -j 8                   # torchvision, to compare
+    python train.py DIR --encode-boxes                                # box_encoder in the pipeline
 
 DIR holds images/ and annotations/instances.json (tools/make_coco_data.py
-writes such a set; --file-root / --annotations name others). See README.md.
+writes such a set; --file-root / --annotations name others). After training,
+COCO mAP on the validation set (--val, default DIR/val when there:
+make_coco_data.py --val N writes one) with pycocotools' COCOeval. See README.md.
 """
 
 import argparse
+import contextlib
+import io
 import json
 import math
 import os
@@ -43,6 +48,12 @@ ARCHS = ("ssd300_vgg16", "ssdlite320_mobilenet_v3_large", "retinanet_resnet50_fp
 BACKENDS = ("ladle", "ladle-cpu", "pytorch", "dali", "dali-cpu", "synthetic")
 LADLE_OPS = ("readers.coco", "random_bbox_crop", "bb_flip", "slice", "hsv", "brightness_contrast", "resize",
              "crop_mirror_normalize")
+# SSD's box encoding (torchvision's SSD and NVIDIA's SSD example): an anchor takes
+# a box at IoU 0.5, offsets divided by these (torchvision's BoxCoder weights 10, 10, 5, 5).
+MATCH_IOU = 0.5
+BOX_STDS = [0.1, 0.1, 0.2, 0.2]
+NEG_TO_POS = 3  # hard negative mining: background anchors per matched anchor
+SSD_ARCHS = ("ssd300_vgg16", "ssdlite320_mobilenet_v3_large", "tinyssd")
 
 
 def parse_args(argv=None):
@@ -77,7 +88,22 @@ def parse_args(argv=None):
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--save", default="", metavar="PATH", help="rank 0 writes the model here at the end")
+    p.add_argument("--encode-boxes", action="store_true",
+                   help="the pipeline matches boxes to the model's default boxes (box_encoder; the pytorch backend: "
+                        "torchvision's matcher in the workers) and the loss is SSD's multibox loss on those targets "
+                        "(SSD architectures)")
+    p.add_argument("--val", default=None, metavar="VAL_DIR",
+                   help="validation set for COCO mAP after training (default DIR/val when it has "
+                        "annotations/instances.json)")
+    p.add_argument("--val-file-root", default=None, help="validation images (default VAL_DIR/images)")
+    p.add_argument("--val-annotations", default=None,
+                   help="validation COCO JSON (default VAL_DIR/annotations/instances.json)")
+    p.add_argument("--eval-images", type=int, default=0, metavar="N",
+                   help="evaluate on the first N validation images (0: all)")
+    p.add_argument("--no-eval", action="store_true", help="no evaluation after training")
     args = p.parse_args(argv)
+    if args.encode_boxes and args.arch not in SSD_ARCHS:
+        p.error(f"--encode-boxes needs an SSD architecture ({', '.join(SSD_ARCHS)}), not {args.arch}")
     if args.data_backend != "synthetic":
         if not args.data and not (args.file_root and args.annotations):
             p.error("DIR (or --file-root and --annotations) is required unless --data-backend synthetic")
@@ -87,6 +113,12 @@ def parse_args(argv=None):
         args.workers = default_workers()
     if not args.image_size:
         args.image_size = 320 if args.arch.startswith("ssdlite") else 300
+    if args.val is None and args.data and os.path.exists(os.path.join(args.data, "val", "annotations",
+                                                                       "instances.json")):
+        args.val = os.path.join(args.data, "val")
+    if args.val:
+        args.val_file_root = args.val_file_root or os.path.join(args.val, "images")
+        args.val_annotations = args.val_annotations or os.path.join(args.val, "annotations", "instances.json")
     return args
 
 
@@ -160,17 +192,96 @@ def make_model(arch, num_classes, size):
     return model
 
 
+def default_boxes(model, size):
+    """The SSD model's default boxes (torchvision's DefaultBoxGenerator) for
+    size x size images: [A, 4] ltrb relative to the image, in the order of the
+    head's outputs (feature map, row, column, box)."""
+    from torchvision.models.detection.image_list import ImageList
+
+    was_training = model.training
+    model.eval()  # no batch-norm statistics from the probe image
+    with torch.no_grad():
+        x = torch.zeros(1, 3, size, size, device=next(model.parameters()).device)
+        features = model.backbone(x)
+        features = list(features.values()) if isinstance(features, dict) else [features]
+        anchors = model.anchor_generator(ImageList(x, [(size, size)]), features)[0]
+    model.train(was_training)
+    return (anchors.float().cpu() / size).clamp(0.0, 1.0)
+
+
+def torchvision_encode(boxes, labels, anchors):
+    """torchvision's own SSD target encoding (SSDMatcher at MATCH_IOU, BoxCoder
+    with weights 1 / BOX_STDS), as SSD.compute_loss does it: boxes [n, 4] and
+    anchors [A, 4] ltrb in one unit, labels [n] -> offsets [A, 4] (zeros where
+    unmatched) and labels [A] (0: background). The pytorch backend's encoder
+    with --encode-boxes, and the reference that box_encoder is tested against."""
+    from torchvision.models.detection import _utils as det_utils
+    from torchvision.ops import box_iou
+
+    loc = torch.zeros(len(anchors), 4)
+    cls = torch.zeros(len(anchors), dtype=torch.int64)
+    if len(boxes) == 0:
+        return loc, cls
+    matched = det_utils.SSDMatcher(MATCH_IOU)(box_iou(boxes, anchors))
+    fg = matched >= 0
+    coder = det_utils.BoxCoder(weights=tuple(1.0 / s for s in BOX_STDS))
+    loc[fg] = coder.encode_single(boxes[matched[fg]], anchors[fg])
+    cls[fg] = labels[matched[fg]].long()
+    return loc, cls
+
+
+def multibox_loss(loc_pred, cls_logits, loc_t, labels_t, neg_to_pos=NEG_TO_POS):
+    """SSD's loss on encoded targets (NVIDIA's SSD example, torchvision's
+    SSD.compute_loss): smooth L1 on the matched anchors' offsets, and cross
+    entropy on the matched anchors plus, per image, the neg_to_pos times as many
+    background anchors with the highest loss (hard negative mining); both over
+    the number of matched anchors. loc_pred/loc_t [N, A, 4], cls_logits [N, A, C],
+    labels_t [N, A] (0: background)."""
+    import torch.nn.functional as F
+
+    fg = labels_t > 0
+    num_fg = fg.sum(1, keepdim=True)
+    n = num_fg.sum().clamp(min=1).float()
+    reg = F.smooth_l1_loss(loc_pred[fg].float(), loc_t[fg].float(), reduction="sum")
+    ce = F.cross_entropy(cls_logits.float().flatten(0, 1), labels_t.flatten(), reduction="none").view_as(labels_t)
+    neg = ce.detach().clone()
+    neg[fg] = -float("inf")
+    order = neg.argsort(1, descending=True)
+    hard = order.argsort(1) < neg_to_pos * num_fg
+    return {"bbox_regression": reg / n, "classification": (ce[fg].sum() + ce[hard].sum()) / n}
+
+
+class EncodedSSD(nn.Module):
+    """An SSD model's backbone and head, trained on encoded targets with
+    multibox_loss (one module, so that DDP sees the whole forward)."""
+
+    def __init__(self, ssd):
+        super().__init__()
+        self.ssd = ssd
+
+    def forward(self, images, loc_t, labels_t):
+        features = self.ssd.backbone(images)
+        features = list(features.values()) if isinstance(features, dict) else [features]
+        head = self.ssd.head(features)
+        return multibox_loss(head["bbox_regression"], head["cls_logits"], loc_t, labels_t)
+
+
 # --- data: the pipeline (ladle or DALI) ---------------------------------------------
 
 def detection_graph(fn, types, file_root, annotations, size, decoder="cpu", shard_id=0, num_shards=1,
-                    augment=True, shuffle=True, dtype=None):
+                    augment=True, shuffle=True, dtype=None, anchors=None, evaluation=False):
     """The SSD input pipeline, in DALI's API (ladle and DALI run the same code):
     readers.coco -> random_bbox_crop -> decoders.image + slice -> bb_flip ->
     resize -> hsv -> brightness_contrast -> crop_mirror_normalize. Returns
-    (images [3, size, size], boxes [n, 4] relative ltrb, labels [n] 1..K)."""
-    jpegs, boxes, labels = fn.readers.coco(file_root=file_root, annotations_file=annotations, ratio=True, ltrb=True,
-                                           skip_empty=True, random_shuffle=shuffle, pad_last_batch=True,
-                                           shard_id=shard_id, num_shards=num_shards, name="Reader")
+    (images [3, size, size], boxes [n, 4] relative ltrb, labels [n] 1..K);
+    with anchors (relative ltrb [A, 4]) box_encoder's (images, offsets [A, 4],
+    labels [A]); with evaluation, (images, image ids) of every image, in the
+    file's order, decoded and resized only."""
+    jpegs, boxes, labels, *ids = fn.readers.coco(file_root=file_root, annotations_file=annotations, ratio=True,
+                                                 ltrb=True, skip_empty=not evaluation, image_ids=evaluation,
+                                                 random_shuffle=shuffle and not evaluation, pad_last_batch=True,
+                                                 shard_id=shard_id, num_shards=num_shards, name="Reader")
+    augment = augment and not evaluation
     images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
     flip = 0
     if augment:
@@ -189,16 +300,28 @@ def detection_graph(fn, types, file_root, annotations, size, decoder="cpu", shar
                                         contrast=fn.random.uniform(range=CONTRAST), contrast_center=128)
     images = fn.crop_mirror_normalize(images, mean=MEAN, std=STD, mirror=flip, output_layout="CHW",
                                       dtype=dtype if dtype is not None else types.FLOAT)
+    if evaluation:
+        return images, ids[0]
+    if anchors is not None:
+        boxes, labels = encode_boxes(fn, boxes, labels, anchors, size)
     return images, boxes, labels
 
 
-def ladle_missing_ops(device):
+def encode_boxes(fn, boxes, labels, anchors, size):
+    """box_encoder as DALI's SSD example runs it: matching at IoU MATCH_IOU,
+    offsets over BOX_STDS, against the anchors (relative ltrb [A, 4]); scale=size
+    does the arithmetic in pixels, as torchvision's encoder."""
+    return fn.box_encoder(boxes, labels, anchors=[float(v) for v in anchors.reshape(-1)], criteria=MATCH_IOU,
+                          offset=True, stds=BOX_STDS, scale=float(size))
+
+
+def ladle_missing_ops(device, encode=False):
     """The operators (device) this ladle lacks for the pipeline, [] when it has them all."""
     import ladle
     from ladle.pipeline import op_schemas
 
     schemas = op_schemas()
-    missing = [op for op in LADLE_OPS if op not in schemas]
+    missing = [op for op in LADLE_OPS + (("box_encoder",) if encode else ()) if op not in schemas]
     if device == "mixed":
         if int(ladle.build_info().get("cuda_devices", 0) or 0) <= 0:
             missing.append("a CUDA device")
@@ -209,20 +332,20 @@ def ladle_missing_ops(device):
     return missing
 
 
-def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuffle=True):
-    """The pipeline on `lib` ("ladle" or "dali"), built."""
+def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuffle=True, anchors=None,
+                   evaluation=False):
+    """The pipeline on `lib` ("ladle" or "dali"), built (evaluation: on the validation set)."""
     if lib == "ladle":
         import ladle
         from ladle import fn, types
 
         make = ladle.Pipeline
-        device_id = dev.local_rank if decoder == "mixed" else None
     else:
         import nvidia.dali as dali
         from nvidia.dali import fn, types
 
         make = dali.Pipeline
-        device_id = dev.local_rank if decoder == "mixed" else None
+    device_id = dev.local_rank if decoder == "mixed" else None
     extra = {}
     if lib == "dali" and int(torch.__version__.split(".")[0]) < 2:
         # DALI's iterators use `with torch.device(...)` on the dynamic executor's
@@ -230,33 +353,41 @@ def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuff
         extra["exec_dynamic"] = False
     pipe = make(batch_size=batch_size or args.batch_size, num_threads=args.workers, device_id=device_id,
                 seed=args.seed + 1, prefetch_queue_depth=2, **extra)
+    file_root, annotations = (args.val_file_root, args.val_annotations) if evaluation else \
+        (args.file_root, args.annotations)
     with pipe:
-        pipe.set_outputs(*detection_graph(fn, types, args.file_root, args.annotations, args.image_size,
+        pipe.set_outputs(*detection_graph(fn, types, file_root, annotations, args.image_size,
                                           decoder=decoder, shard_id=dev.rank, num_shards=dev.world,
                                           augment=not args.no_augment if augment is None else augment,
-                                          shuffle=shuffle))
+                                          shuffle=shuffle, anchors=anchors, evaluation=evaluation))
     pipe.build()
     return pipe
+
+
+def _ragged(lib):
+    if lib == "ladle":
+        from ladle.torch import LastBatchPolicy
+        from ladle.torch import RaggedIterator as Ragged
+    else:
+        from nvidia.dali.plugin.pytorch import DALIRaggedIterator as Ragged
+        from nvidia.dali.plugin.pytorch import LastBatchPolicy
+    return Ragged, LastBatchPolicy
 
 
 class PipelineLoader:
     """A ragged iterator (ladle.torch.RaggedIterator or DALI's DALIRaggedIterator)
     over the pipeline: images as one [N, 3, S, S] tensor, boxes and labels as
     lists of per-image tensors, turned into torchvision's targets (absolute
-    ltrb boxes, int64 labels)."""
+    ltrb boxes, int64 labels); with encoded boxes, (offsets [N, A, 4], labels
+    [N, A]) as dense tensors."""
 
-    def __init__(self, lib, pipe, dev, size):
-        if lib == "ladle":
-            from ladle.torch import LastBatchPolicy
-            from ladle.torch import RaggedIterator as Ragged
-        else:
-            from nvidia.dali.plugin.pytorch import DALIRaggedIterator as Ragged
-            from nvidia.dali.plugin.pytorch import LastBatchPolicy
-        tags = [Ragged.DENSE_TAG, Ragged.SPARSE_LIST_TAG, Ragged.SPARSE_LIST_TAG]
+    def __init__(self, lib, pipe, dev, size, encoded=False):
+        Ragged, LastBatchPolicy = _ragged(lib)
+        tags = [Ragged.DENSE_TAG] + [Ragged.DENSE_TAG if encoded else Ragged.SPARSE_LIST_TAG] * 2
         # DROP: every rank runs the same number of full batches.
         self.it = Ragged(pipe, ["images", "boxes", "labels"], output_types=tags, reader_name="Reader",
                          auto_reset=True, last_batch_policy=LastBatchPolicy.DROP)
-        self.dev, self.size = dev, float(size)
+        self.dev, self.size, self.encoded = dev, float(size), encoded
 
     def __len__(self):
         return len(self.it)
@@ -268,10 +399,22 @@ class PipelineLoader:
             data = next(self.it)[0]
         device = self.dev.device
         images = data["images"].to(device, non_blocking=True)
+        if self.encoded:
+            return images, (data["boxes"].to(device, non_blocking=True),
+                            data["labels"].to(device, non_blocking=True).long())
         targets = [{"boxes": (b.reshape(-1, 4).float() * self.size).to(device, non_blocking=True),
                     "labels": lab.reshape(-1).long().to(device, non_blocking=True)}
                    for b, lab in zip(data["boxes"], data["labels"])]
         return images, targets
+
+
+def pipeline_eval_batches(lib, pipe):
+    """(images, image ids) per batch of the evaluation pipeline, the shard's images once."""
+    Ragged, LastBatchPolicy = _ragged(lib)
+    it = Ragged(pipe, ["images", "ids"], output_types=[Ragged.DENSE_TAG] * 2, reader_name="Reader",
+                last_batch_policy=LastBatchPolicy.PARTIAL)
+    for data in it:
+        yield data[0]["images"], [int(v) for v in data[0]["ids"].reshape(-1)]
 
 
 # --- data: torchvision ----------------------------------------------------------------
@@ -463,7 +606,49 @@ def coco_v2_dataset(args):
     return Wrapped(), f"torchvision {torchvision.__version__} transforms.v2 on {what}"
 
 
+class EncodedTargets(torch.utils.data.Dataset):
+    """--encode-boxes on the pytorch backend: a dataset's targets encoded in the
+    workers by torchvision's own matcher and coder (torchvision_encode), in
+    pixels, against the default boxes (relative ltrb) scaled to size."""
+
+    def __init__(self, dataset, anchors, size):
+        self.dataset, self.anchors = dataset, anchors * size
+
+    def __len__(self):
+        return len(self.dataset)
+
+    def __getitem__(self, i):
+        img, target = self.dataset[i]
+        return img, torchvision_encode(target["boxes"].reshape(-1, 4), target["labels"], self.anchors)
+
+
+class EvalImages(torch.utils.data.Dataset):
+    """The pytorch backend's validation images, every one in the file's order:
+    (PIL-decoded, resized to size x size, normalized [3, S, S], image id)."""
+
+    def __init__(self, file_root, annotations, size):
+        with open(annotations) as f:
+            doc = json.load(f)
+        self.items = [(os.path.join(file_root, im["file_name"]), im["id"]) for im in doc["images"]]
+        self.size = size
+
+    def __len__(self):
+        return len(self.items)
+
+    def __getitem__(self, i):
+        import torchvision.transforms.functional as TF
+        from PIL import Image
+
+        path, image_id = self.items[i]
+        with Image.open(path) as im:
+            x = TF.pil_to_tensor(im.convert("RGB"))
+        x = TF.resize(x, [self.size, self.size], antialias=True)
+        return TF.normalize(x.float(), MEAN, STD), image_id
+
+
 def _collate(batch):
+    if isinstance(batch[0][1], tuple):  # encoded targets: dense
+        return torch.stack([b[0] for b in batch]), tuple(torch.stack(t) for t in zip(*(b[1] for b in batch)))
     return torch.stack([b[0] for b in batch]), [b[1] for b in batch]
 
 
@@ -497,6 +682,8 @@ class TorchLoader:
             self._iter = None
             return self.next()
         device = self.dev.device
+        if isinstance(targets, tuple):
+            return images.to(device, non_blocking=True), tuple(t.to(device, non_blocking=True) for t in targets)
         return images.to(device, non_blocking=True), [{k: v.to(device, non_blocking=True) for k, v in t.items()}
                                                       for t in targets]
 
@@ -504,6 +691,7 @@ class TorchLoader:
 def _seed_worker(worker_id):
     info = torch.utils.data.get_worker_info()
     ds = info.dataset
+    ds = ds.dataset if isinstance(ds, EncodedTargets) else ds
     transform = getattr(ds, "transform", None)
     if isinstance(transform, SSDTransformV1):  # each worker its own stream of random choices
         transform.rng.seed(info.seed)
@@ -528,7 +716,7 @@ def torch_dataset(args):
 class SyntheticLoader:
     """One random batch with a few boxes per image, already on the device."""
 
-    def __init__(self, args, dev, num_classes):
+    def __init__(self, args, dev, num_classes, anchors=None):
         g = torch.Generator().manual_seed(args.seed)
         s = args.image_size
         self.images = torch.randn(args.batch_size, 3, s, s, generator=g).to(dev.device)
@@ -538,6 +726,9 @@ class SyntheticLoader:
             wh = torch.rand(3, 2, generator=g) * s * 0.3 + 8
             self.targets.append({"boxes": torch.cat([lt, lt + wh], 1).to(dev.device),
                                  "labels": torch.randint(1, num_classes + 1, (3,), generator=g).to(dev.device)})
+        if anchors is not None:
+            encoded = [torchvision_encode(t["boxes"].cpu(), t["labels"].cpu(), anchors * s) for t in self.targets]
+            self.targets = tuple(torch.stack(t).to(dev.device) for t in zip(*encoded))
 
     def __len__(self):
         return 100
@@ -546,17 +737,25 @@ class SyntheticLoader:
         return self.images, self.targets
 
 
-def make_loader(args, dev, backend):
-    """(loader, description); a loader has next() -> (images, targets) and len()."""
+def make_loader(args, dev, backend, anchors=None):
+    """(loader, description); a loader has next() -> (images, targets) and len().
+    With anchors (--encode-boxes), targets are (offsets [N, A, 4], labels [N, A])."""
     if backend == "synthetic":
-        return SyntheticLoader(args, dev, 6), "synthetic (one batch on the device)"
+        return SyntheticLoader(args, dev, 6, anchors), "synthetic (one batch on the device)"
     if backend == "pytorch":
         ds, desc = torch_dataset(args)
+        if anchors is not None:
+            ds, desc = EncodedTargets(ds, anchors, args.image_size), desc + ", torchvision's SSD box encoding"
         return TorchLoader(ds, dev, args), desc + f" + DataLoader({args.workers} workers)"
-    decoder = "mixed" if backend in ("ladle", "dali") and dev.device.type == "cuda" else "cpu"
+    decoder = pipeline_decoder(backend, dev)
     lib = "dali" if backend.startswith("dali") else "ladle"
-    pipe = build_pipeline(lib, args, dev, decoder)
-    return PipelineLoader(lib, pipe, dev, args.image_size), f"{lib} pipeline, decoding on {decoder}"
+    pipe = build_pipeline(lib, args, dev, decoder, anchors=anchors)
+    return PipelineLoader(lib, pipe, dev, args.image_size, encoded=anchors is not None), \
+        f"{lib} pipeline, decoding on {decoder}" + (", box_encoder" if anchors is not None else "")
+
+
+def pipeline_decoder(backend, dev):
+    return "mixed" if backend in ("ladle", "dali") and dev.device.type == "cuda" else "cpu"
 
 
 def resolve_backend(args, dev):
@@ -564,8 +763,8 @@ def resolve_backend(args, dev):
     backend = args.data_backend
     if backend in ("ladle", "ladle-cpu"):
         want = "mixed" if backend == "ladle" and dev.device.type == "cuda" else "cpu"
-        missing = ladle_missing_ops(want)
-        if missing and want == "mixed" and not ladle_missing_ops("cpu"):
+        missing = ladle_missing_ops(want, args.encode_boxes)
+        if missing and want == "mixed" and not ladle_missing_ops("cpu", args.encode_boxes):
             dev.print(f"=> --data-backend ladle: this ladle lacks {', '.join(missing)}; using ladle-cpu")
             return "ladle-cpu"
         if missing:
@@ -580,6 +779,110 @@ def resolve_backend(args, dev):
         except ImportError:
             raise SystemExit("--data-backend dali: NVIDIA DALI is not installed (pip install nvidia-dali-cuda130)")
     return backend
+
+
+# --- evaluation --------------------------------------------------------------------
+
+def eval_batches(args, dev, backend):
+    """(images [N, 3, S, S], image ids) batches of the validation set, this rank's share."""
+    if backend == "pytorch":
+        from torch.utils.data import DataLoader, DistributedSampler, Subset
+
+        ds = EvalImages(args.val_file_root, args.val_annotations, args.image_size)
+        if args.eval_images:
+            ds = Subset(ds, range(min(args.eval_images, len(ds))))
+        sampler = DistributedSampler(ds, num_replicas=dev.world, rank=dev.rank, shuffle=False) \
+            if dev.world > 1 else None
+        for images, ids in DataLoader(ds, batch_size=args.batch_size, sampler=sampler, num_workers=args.workers):
+            yield images, [int(v) for v in ids]
+        return
+    lib = "dali" if backend.startswith("dali") else "ladle"
+    pipe = build_pipeline(lib, args, dev, pipeline_decoder(backend, dev), evaluation=True)
+    left = -(-args.eval_images // dev.world) if args.eval_images else None  # each rank its share of the first N
+    for images, ids in pipeline_eval_batches(lib, pipe):
+        if left is not None:
+            if left <= 0:
+                break
+            images, ids, left = images[:left], ids[:left], left - len(ids)
+        yield images, ids
+
+
+def coco_evaluator():
+    """(COCO, COCOeval) from pycocotools, or None when it does not import."""
+    try:
+        from pycocotools.coco import COCO
+        from pycocotools.cocoeval import COCOeval
+    except ImportError:
+        return None
+    return COCO, COCOeval
+
+
+def evaluate(model, args, dev, backend):
+    """COCO box mAP of the model on the validation set: {"AP": AP@[.5:.95],
+    "AP50": AP@.5, "images": n}, None (with a line saying why) where it cannot
+    run. Detections (torchvision's post-processing: score > 0.01, NMS, 200 per
+    image) are scaled back from S x S to each image's size; every rank
+    evaluates its shard, rank 0 scores the gathered detections with COCOeval."""
+    if args.no_eval:
+        return None
+    if not args.val_annotations or backend == "synthetic":
+        dev.print("=> evaluation skipped: no validation set (--val VAL_DIR, or DIR/val made by "
+                  "tools/make_coco_data.py --val N)" if backend != "synthetic" else
+                  "=> evaluation skipped: synthetic data")
+        return None
+    tools = coco_evaluator()
+    if tools is None:
+        dev.print("=> evaluation skipped: COCO mAP needs pycocotools (pip install pycocotools), which does not "
+                  "import here")
+        return None
+    COCO, COCOeval = tools
+    with open(args.val_annotations) as f:
+        doc = json.load(f)
+    sizes = {im["id"]: (im["width"], im["height"]) for im in doc["images"]}
+    cats = sorted(c["id"] for c in doc["categories"])  # label k is category cats[k - 1], as readers.coco's
+    start = time.perf_counter()
+    model.eval()
+    detections, ids_seen = [], set()
+    with torch.no_grad():
+        for images, ids in eval_batches(args, dev, backend):
+            images = images.to(dev.device, non_blocking=True)
+            if args.channels_last:
+                images = images.contiguous(memory_format=torch.channels_last)
+            with autocast(args, dev):
+                outputs = model(list(images))
+            for out, image_id in zip(outputs, ids):
+                if image_id in ids_seen:
+                    continue
+                ids_seen.add(image_id)
+                w, h = sizes[image_id]
+                boxes = out["boxes"].float().cpu() * torch.tensor([w, h, w, h]) / args.image_size
+                for b, score, label in zip(boxes.tolist(), out["scores"].float().cpu().tolist(),
+                                           out["labels"].cpu().tolist()):
+                    detections.append({"image_id": image_id, "category_id": cats[label - 1],
+                                       "bbox": [b[0], b[1], b[2] - b[0], b[3] - b[1]], "score": score})
+    model.train()
+    if dev.world > 1:
+        gathered = [None] * dev.world
+        dist.all_gather_object(gathered, (detections, sorted(ids_seen)))
+        detections = [d for part, _ in gathered for d in part]
+        ids_seen = {i for _, part in gathered for i in part}
+    if not dev.main:
+        return None
+    quiet = io.StringIO()
+    with contextlib.redirect_stdout(quiet):  # pycocotools prints its progress
+        gt = COCO(args.val_annotations)
+        if not detections:
+            return {"AP": 0.0, "AP50": 0.0, "images": len(ids_seen), "detections": 0}
+        evaluator = COCOeval(gt, gt.loadRes(detections), "bbox")
+        evaluator.params.imgIds = sorted(ids_seen)
+        evaluator.evaluate()
+        evaluator.accumulate()
+        evaluator.summarize()
+    table = "\n".join(line for line in quiet.getvalue().splitlines() if line.startswith(" Average"))
+    dev.print(f"=> COCO box evaluation of {len(ids_seen)} validation images ({len(detections)} detections, "
+              f"{time.perf_counter() - start:.1f} s):\n{table}")
+    return {"AP": float(evaluator.stats[0]), "AP50": float(evaluator.stats[1]), "images": len(ids_seen),
+            "detections": len(detections)}
 
 
 # --- training ----------------------------------------------------------------------
@@ -601,21 +904,23 @@ def main(argv=None):
 
     backend = resolve_backend(args, dev)
     num_classes = 6 if backend == "synthetic" else len(category_ids(args.annotations))
-    loader, desc = make_loader(args, dev, backend)
+    model = make_model(args.arch, num_classes, args.image_size).to(dev.device)
+    anchors = default_boxes(model, args.image_size) if args.encode_boxes else None
+    loader, desc = make_loader(args, dev, backend, anchors)
     dev.print(f"=> {args.arch} at {args.image_size}x{args.image_size}, {num_classes} categories, {dev.world} "
               f"process(es) x batch {args.batch_size} on {dev.device}, data: {backend} ({desc})"
-              f"{', amp' if args.amp else ''}{', no augmentation' if args.no_augment else ''}")
+              f"{', amp' if args.amp else ''}{', no augmentation' if args.no_augment else ''}"
+              f"{f', {len(anchors)} default boxes, multibox loss' if anchors is not None else ''}")
 
-    model = make_model(args.arch, num_classes, args.image_size).to(dev.device)
     if args.channels_last:
         model = model.to(memory_format=torch.channels_last)
     base_lr = args.lr * args.batch_size * dev.world / 32
     params = [p for p in model.parameters() if p.requires_grad]
     optimizer = torch.optim.SGD(params, lr=base_lr, momentum=args.momentum, weight_decay=args.weight_decay)
     scaler = make_scaler(args.amp and dev.device.type == "cuda")
-    net = model
+    net = EncodedSSD(model) if args.encode_boxes else model
     if dev.world > 1:
-        net = nn.parallel.DistributedDataParallel(model, device_ids=[dev.local_rank]
+        net = nn.parallel.DistributedDataParallel(net, device_ids=[dev.local_rank]
                                                   if dev.device.type == "cuda" else None)
     net.train()
 
@@ -634,7 +939,7 @@ def main(argv=None):
             if args.channels_last:
                 images = images.contiguous(memory_format=torch.channels_last)
             with autocast(args, dev):
-                loss_dict = net(list(images), targets)
+                loss_dict = net(images, *targets) if args.encode_boxes else net(list(images), targets)
                 loss = sum(loss_dict.values())
             optimizer.zero_grad(set_to_none=True)
             scaler.scale(loss).backward()
@@ -664,6 +969,9 @@ def main(argv=None):
         torch.save({"arch": args.arch, "model": model.state_dict(), "args": vars(args)}, args.save)
     perf = images_per_s(intervals)
     dev.print(f"##Loss {losses[-1] if losses else float('nan'):.4f}\n##Perf {perf:.1f}")
+    scores = evaluate(model, args, dev, backend)
+    if scores is not None:
+        dev.print(f"##mAP {scores['AP']:.4f}\n##AP50 {scores['AP50']:.4f}")
     if dev.world > 1:
         dist.destroy_process_group()
     return 0

@@ -280,6 +280,96 @@ def test_pipeline_boxes_stay_on_their_pixels(lib, flat_set, tmp_path):
     assert max(errors) <= 3.5 and np.median(errors) <= 1.5, sorted(errors)
 
 
+# --- SSD box encoding (train.py --encode-boxes) -----------------------------------------
+
+def random_rel_boxes(rng, n):
+    """n relative ltrb boxes, 4 % to 70 % of the image a side."""
+    wh = rng.uniform(0.04, 0.7, (n, 2))
+    lt = rng.uniform(0, 1, (n, 2)) * (1 - wh)
+    return np.concatenate([lt, lt + wh], 1).astype(np.float32).reshape(n, 4)
+
+
+@pytest.mark.parametrize("arch,size", [("tinyssd", 96), ("ssd300_vgg16", 300)])
+def test_box_encoder_equals_torchvision_ssd_encoding(arch, size):
+    """The example's box_encoder (relative boxes, scale=size) against
+    torchvision's own SSD target encoding (SSDMatcher + BoxCoder in pixels) on
+    the model's default boxes (8732 for SSD300): the same anchors matched to
+    the same labels, the offsets to 1e-4 (float32 in relative units against
+    pixels: the quotients round differently; a misplaced match is off by > 0.1)."""
+    if "box_encoder" not in op_schemas():
+        pytest.skip("ladle has no box_encoder yet")
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from ladle import fn, types
+
+    train = load_train()
+    anchors = train.default_boxes(train.make_model(arch, 6, size), size)
+    if arch == "ssd300_vgg16":
+        assert anchors.shape == (8732, 4)
+    rng = np.random.default_rng(3)
+    counts = [0, 1, 3, 8, 20, 2, 5, 12]
+    boxes = [random_rel_boxes(rng, n) for n in counts]
+    labels = [rng.integers(1, 7, n).astype(np.int32) for n in counts]
+    pipe = ladle.Pipeline(batch_size=len(counts), num_threads=2)
+    with pipe:
+        b = fn.external_source(name="b", dtype=types.FLOAT, ndim=2)
+        lab = fn.external_source(name="l", dtype=types.INT32, ndim=1)
+        pipe.set_outputs(*train.encode_boxes(fn, b, lab, anchors.numpy(), size))
+    try:
+        pipe.feed_input("b", boxes)
+        pipe.feed_input("l", labels)
+        loc, cls = pipe.run()
+        loc, cls = [np.array(loc.at(k)) for k in range(len(counts))], [np.array(cls.at(k)) for k in range(len(counts))]
+    finally:
+        pipe.close()
+    from torchvision.ops import box_iou
+
+    matched = ties = 0
+    for k in range(len(counts)):
+        b, lab = torch.from_numpy(boxes[k]) * size, torch.from_numpy(labels[k])
+        want_loc, want_cls = (t.numpy() for t in train.torchvision_encode(b, lab, anchors * size))
+        ok = (cls[k] == want_cls) & np.all(np.abs(loc[k] - want_loc) <= 1e-4 + 1e-4 * np.abs(want_loc), axis=1)
+        # A box's best anchor can tie (anchors of one size on a grid, at equal IoU to
+        # rounding): torchvision takes the first, DALI (and ladle) the last. Those
+        # anchors may differ; no other may.
+        tied = np.zeros(len(anchors), dtype=bool)
+        if len(b):
+            iou = box_iou(b, anchors * size).numpy()
+            near = iou >= iou.max(1, keepdims=True) * (1 - 1e-5)
+            tied = (near & (near.sum(1, keepdims=True) > 1)).any(0)
+        assert (ok | tied).all(), (k, np.nonzero(~(ok | tied))[0])
+        ties += int((~ok).sum())
+        matched += int((cls[k] > 0).sum())
+    assert matched >= sum(counts)  # every box claims an anchor at least
+    assert ties <= 0.1 * matched  # measured: 14 of 202 (tinyssd), most anchors agree exactly
+
+
+def test_multibox_loss_equals_torchvision_ssd_loss():
+    """multibox_loss on encoded targets gives torchvision's SSD.compute_loss
+    (which matches and encodes itself) on the same head outputs."""
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torchvision")
+    from torchvision.ops import box_iou
+
+    train = load_train()
+    size = 96
+    model = train.make_model("tinyssd", 6, size)
+    anchors = train.default_boxes(model, size) * size
+    g = torch.Generator().manual_seed(0)
+    rng = np.random.default_rng(4)
+    targets = [{"boxes": torch.from_numpy(random_rel_boxes(rng, n)) * size,
+                "labels": torch.from_numpy(rng.integers(1, 7, n))} for n in (1, 4, 9)]
+    head = {"bbox_regression": torch.randn(3, len(anchors), 4, generator=g),
+            "cls_logits": torch.randn(3, len(anchors), 7, generator=g)}
+    matched = [model.proposal_matcher(box_iou(t["boxes"], anchors)) for t in targets]
+    want = model.compute_loss(targets, head, [anchors] * 3, matched)
+    encoded = [train.torchvision_encode(t["boxes"], t["labels"], anchors) for t in targets]
+    got = train.multibox_loss(head["bbox_regression"], head["cls_logits"], torch.stack([e[0] for e in encoded]),
+                              torch.stack([e[1] for e in encoded]))
+    for key in ("bbox_regression", "classification"):
+        assert abs(float(got[key]) - float(want[key])) <= 1e-5 * abs(float(want[key])), (key, got, want)
+
+
 # --- training -------------------------------------------------------------------------
 
 def run_train(args, timeout=600):
@@ -288,15 +378,38 @@ def run_train(args, timeout=600):
 
 @pytest.fixture(scope="module")
 def train_set(tmp_path_factory):
+    """48 training images and, in val/, 16 validation images (where train.py looks)."""
     root = str(tmp_path_factory.mktemp("coco-train"))
     cocodata.make_coco(root, images=48, seed=1, backgrounds="demo", side=(96, 160), objects=(1, 3),
                        size_range=(0.3, 0.7))
+    cocodata.make_coco(os.path.join(root, "val"), images=16, seed=2, backgrounds="demo", side=(96, 160),
+                       objects=(1, 3), size_range=(0.3, 0.7), empty_fraction=0.1)
     return root
 
 
+def has_pycocotools():
+    return importlib.util.find_spec("pycocotools") is not None
+
+
+def check_evaluation(out, images):
+    """train.py's COCO mAP lines (pycocotools present), or its clear refusal."""
+    if not has_pycocotools():
+        assert "evaluation skipped: COCO mAP needs pycocotools (pip install pycocotools)" in out, out
+        return None
+    assert f"COCO box evaluation of {images} validation images" in out, out
+    ap = float(re.search(r"^##mAP ([\d.]+)$", out, re.M).group(1))
+    ap50 = float(re.search(r"^##AP50 ([\d.]+)$", out, re.M).group(1))
+    assert 0 <= ap <= ap50 <= 1
+    return ap, ap50
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("backend", ["ladle-cpu", "dali", "pytorch"])
-def test_training_lowers_the_loss(backend, train_set):
+@pytest.mark.parametrize("backend,encode", [("ladle-cpu", False), ("dali", False), ("pytorch", False),
+                                            ("ladle-cpu", True), ("pytorch", True)])
+def test_training_lowers_the_loss(backend, encode, train_set):
+    """A short run lowers the loss (torchvision's SSD loss, or with
+    --encode-boxes the example's multibox loss on box_encoder's targets), then
+    reports COCO mAP on the validation set (its first 8 images)."""
     if backend == "ladle-cpu":
         ladle_or_skip()
     elif backend == "dali":
@@ -304,12 +417,30 @@ def test_training_lowers_the_loss(backend, train_set):
     pytest.importorskip("torchvision")
     out = run_train([train_set, "-a", "tinyssd", "--image-size", "96", "-b", "8", "--cpu", "-j", "2", "-p", "1",
                      "--epochs", "3", "--iters-per-epoch", "4", "--lr", "0.05", "--warmup-iters", "3",
-                     "--data-backend", backend, "--deterministic"])
+                     "--data-backend", backend, "--deterministic", "--eval-images", "8"] +
+                    (["--encode-boxes"] if encode else []))
     assert f"data: {backend}" in out
+    if encode:
+        assert "default boxes, multibox loss" in out and ("box_encoder" in out or backend == "pytorch"), out
     losses = [float(v) for v in re.findall(r"^Epoch: .*?Loss ([\d.]+) ", out, re.M)]
     assert len(losses) == 12, out
     assert np.mean(losses[-3:]) < 0.8 * np.mean(losses[:3]), losses
     assert float(re.search(r"^##Perf ([\d.]+)$", out, re.M).group(1)) > 0
+    check_evaluation(out, 8)
+
+
+@pytest.mark.slow
+def test_evaluation_without_pycocotools_says_so(train_set, tmp_path):
+    """Where pycocotools does not import, train.py trains and says why it has no mAP."""
+    stub = tmp_path / "stub" / "pycocotools"
+    stub.mkdir(parents=True)
+    (stub / "__init__.py").write_text("raise ImportError('pycocotools hidden by the test')\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path / "stub"))
+    out = run_script(TRAIN, [train_set, "-a", "tinyssd", "--image-size", "64", "-b", "4", "--cpu", "-j", "1",
+                             "--iters-per-epoch", "1", "--data-backend", "pytorch", "--tv-transforms", "v1"],
+                     env=env, omp_threads="2")
+    assert "evaluation skipped: COCO mAP needs pycocotools (pip install pycocotools)" in out, out
+    assert "##mAP" not in out
 
 
 def test_train_says_what_ladle_lacks(train_set):

@@ -13,8 +13,28 @@
 
 #include "ops/color/color_pixel.h"
 
+/* The common case (hsv, brightness_contrast, colour twists on RGB bytes):
+ * ladle__color_pixel's operations in its order, with the types and channel
+ * counts known to the compiler. */
+static void color_rgb_u8(uint8_t *out, const uint8_t *in, size_t pixels, const ladle__color_params *p) {
+  for (size_t px = 0; px < pixels; px++) {
+    const float x[3] = {(float)in[3 * px], (float)in[3 * px + 1], (float)in[3 * px + 2]};
+    for (int o = 0; o < 3; o++) {
+      float v = LADLE__CADD(LADLE__CADD(LADLE__CADD(LADLE__CMUL(p->m[o][0], x[0]), LADLE__CMUL(p->m[o][1], x[1])),
+                                        LADLE__CMUL(p->m[o][2], x[2])),
+                            p->off[o]);
+      out[3 * px + (size_t)o] = ladle__color_to_u8(v);
+    }
+  }
+}
+
 void ladle__color_apply(void *out, ladle_dtype out_type, const void *in, ladle_dtype in_type, size_t pixels,
                         const ladle__color_params *p) {
+  if (p->mode == LADLE__COLOR_MATRIX && in_type == LADLE_UINT8 && out_type == LADLE_UINT8 && p->in_c == 3 &&
+      p->out_c == 3 && !p->rev_in && !p->rev_out) {
+    color_rgb_u8(out, in, pixels, p);
+    return;
+  }
   for (size_t px = 0; px < pixels; px++) ladle__color_pixel(out, (int)out_type, in, (int)in_type, px, p);
 }
 

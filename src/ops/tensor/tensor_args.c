@@ -129,7 +129,10 @@ ladle_status ladle__strided_run(ladle__node *n, ladle__sample *s, ladle__strided
   ladle_status st = ladle__scratch(n, s, sizeof *d * (size_t)max, (void **)&d);
   if (st != LADLE_OK) return st;
   int count = plan(n, s->slot, d, max);
-  for (int i = 0; i < count; i++) ladle__strided_copy(&d[i]);
+  for (int i = 0; i < count; i++) {
+    ladle__strided_coalesce(&d[i]);
+    ladle__strided_copy(&d[i]);
+  }
   return LADLE_OK;
 }
 
@@ -140,6 +143,7 @@ ladle_status ladle__strided_run_batch(ladle__node *n, ladle__gpu *g, ladle__stri
   /* run_batch runs between parallel passes: worker 0's scratch is free. */
   ladle_status st = ladle__scratch(n, &(ladle__sample){.worker = 0}, sizeof *d * (size_t)batch * max, (void **)&d);
   for (int i = 0; st == LADLE_OK && i < batch; i++) count += plan(n, i, d + count, max);
+  for (int i = 0; i < count; i++) ladle__strided_coalesce(&d[i]);
   void *host = NULL, *dev = NULL;
   size_t bytes = ladle__gpu_strided_param_bytes(count);
   if (st == LADLE_OK && count) st = ladle__gpu_params(g, bytes, &host, &dev);

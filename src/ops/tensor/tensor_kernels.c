@@ -22,6 +22,33 @@ static void fill_run(uint8_t *out, int64_t out_stride, int64_t count, const ladl
   }
 }
 
+void ladle__strided_coalesce(ladle__strided_desc *d) {
+  int k = d->ndim - 2;
+  while (k >= 0) {
+    int64_t m = d->shape[k + 1];
+    /* Dimension k + 1 wholly inside, dense under k in both, its index never a fill index. */
+    int whole = d->in_start[k + 1] == 0 && d->in_shape[k + 1] == m;
+    int dense = d->out_stride[k] == m * d->out_stride[k + 1] && d->in_stride[k] == m * d->in_stride[k + 1];
+    int fills = d->num_fill > 1 && (d->fill_dim == k || d->fill_dim == k + 1);
+    if (whole && dense && !fills && m > 0) {
+      d->shape[k] *= m;
+      d->in_shape[k] *= m;
+      d->in_start[k] *= m;
+      d->out_stride[k] = d->out_stride[k + 1];
+      d->in_stride[k] = d->in_stride[k + 1];
+      for (int j = k + 1; j < d->ndim - 1; j++) {
+        d->shape[j] = d->shape[j + 1], d->in_shape[j] = d->in_shape[j + 1], d->in_start[j] = d->in_start[j + 1];
+        d->out_stride[j] = d->out_stride[j + 1], d->in_stride[j] = d->in_stride[j + 1];
+      }
+      if (d->fill_dim > k + 1) d->fill_dim--;
+      else if (d->fill_dim == k + 1 || d->fill_dim == k) d->fill_dim = -1; /* one fill value: any index reads it */
+      d->ndim--;
+    }
+    k--;
+    if (k >= d->ndim - 1) k = d->ndim - 2;
+  }
+}
+
 void ladle__strided_copy(const ladle__strided_desc *d) {
   int nd = d->ndim, es = d->elem_size, last = nd - 1;
   if (nd == 0) { /* a scalar: always inside */

@@ -35,6 +35,14 @@ typedef struct ladle__strided_desc {
 void ladle__dense_strides(int64_t *strides, const int64_t *shape, int ndim);
 void ladle__strided_copy(const ladle__strided_desc *d);
 
+/* Rewrites `d` as the same copy over fewer dimensions: a dimension copied
+ * whole and contiguous with the one outside it (in and out, no fill in it)
+ * merges into that one. A slice of HWC pixels keeping every channel becomes
+ * rows of W * C elements instead of H * W runs of C (what makes the CPU copy
+ * one memcpy per row and spares the GPU kernel an index division per
+ * dimension). Same elements, same fill values. */
+void ladle__strided_coalesce(ladle__strided_desc *d);
+
 /* one_hot: out has the input's elements with a new axis of num_classes
  * inserted before the `inner` innermost elements of each input element's
  * position: out[o, c, i] = (in[o, i] == c) ? on : off, for outer o < outer,

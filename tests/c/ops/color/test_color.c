@@ -10,6 +10,7 @@
 
 #include "core/rng.h"
 #include "ops/color/color_kernel.h"
+#include "ops/color/color_pixel.h"
 #include "ops/kernels/half.h"
 #include "test.h"
 
@@ -113,6 +114,37 @@ static void test_color_apply(void) {
   }
 }
 
+/* ladle__color_apply's RGB-bytes path gives the per-pixel function's bytes,
+ * and the byte rounding is roundf's (every float of [0, 256) near a half,
+ * and random ones). */
+static void test_color_rgb_fast_path(void) {
+  static uint8_t in[500 * 3], fast[500 * 3], slow[500 * 3];
+  ladle__rng_init(&rng, 7, 1, 0, 0);
+  for (int trial = 0; trial < 200; trial++) {
+    ladle__color_params p;
+    random_params(&p, LADLE__COLOR_MATRIX, 3);
+    p.out_c = 3, p.rev_in = p.rev_out = 0;
+    for (int i = 0; i < 500 * 3; i++) in[i] = (uint8_t)rnd();
+    ladle__color_apply(fast, LADLE_UINT8, in, LADLE_UINT8, 500, &p);
+    for (size_t px = 0; px < 500; px++) ladle__color_pixel(slow, LADLE_UINT8, in, LADLE_UINT8, px, &p);
+    CHECK(!memcmp(fast, slow, sizeof fast));
+  }
+  int bad = 0;
+  for (int k = 0; k < 256; k++)
+    for (int d = -64; d <= 64; d++) {
+      float v = nextafterf((float)k + 0.5f, d < 0 ? 0.0f : 512.0f);
+      for (int j = 1; j < (d < 0 ? -d : d); j++) v = nextafterf(v, d < 0 ? 0.0f : 512.0f);
+      if (d == 0) v = (float)k + 0.5f;
+      uint8_t want = !(v > 0.0f) ? 0 : v >= 255.0f ? 255 : (uint8_t)roundf(v);
+      bad += ladle__color_to_u8(v) != want;
+    }
+  for (int i = 0; i < 1000000; i++) {
+    float v = rnd_float(-1.0f, 257.0f);
+    bad += ladle__color_to_u8(v) != (!(v > 0.0f) ? 0 : v >= 255.0f ? 255 : (uint8_t)roundf(v));
+  }
+  CHECK(bad == 0);
+}
+
 /* Rounding and saturation at the edges: half away from zero, NaN -> 0. */
 static void test_color_rounding(void) {
   ladle__color_params p = {.mode = LADLE__COLOR_SCALE, .in_c = 1, .out_c = 1, .mul = 1, .add = 0};
@@ -165,6 +197,7 @@ static void test_jitter(void) {
 int main(void) {
   RUN(test_color_apply);
   RUN(test_color_rounding);
+  RUN(test_color_rgb_fast_path);
   RUN(test_jitter);
   TEST_MAIN_END();
 }

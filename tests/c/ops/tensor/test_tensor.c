@@ -53,6 +53,52 @@ static void test_strided_copy_random(void) {
   }
 }
 
+/* ladle__strided_coalesce keeps the copy: random geometries with some
+ * dimensions copied whole (what it merges), copied after coalescing, equal
+ * the reference on the original desc; an HWC crop keeping its channels
+ * becomes rows of W * C elements, and per-channel fills stop it there. */
+static void test_strided_coalesce(void) {
+  ladle__rng r;
+  ladle__rng_init(&r, 8, 1, 0, 0);
+  static uint8_t in[4096 * 8], out[4096 * 8], want[4096 * 8];
+  int merged = 0;
+  for (int t = 0; t < 600; t++) {
+    int64_t in_total = 0, out_total = 1;
+    ladle__strided_desc d = random_desc(&r, &in_total, &out_total);
+    for (int k = 0; k < d.ndim; k++)
+      if (draw(&r, 0, 2)) d.shape[k] = d.in_shape[k], d.in_start[k] = 0; /* copied whole */
+    out_total = 1;
+    for (int k = 0; k < d.ndim; k++) out_total *= d.shape[k];
+    ladle__dense_strides(d.out_stride, d.shape, d.ndim);
+    for (int64_t i = 0; i < in_total * d.elem_size; i++) in[i] = (uint8_t)ladle__rng_u32(&r);
+    memset(out, 0xAB, sizeof out);
+    memset(want, 0xAB, sizeof want);
+    d.in = in;
+    d.out = want;
+    reference_copy(&d);
+    ladle__strided_desc c = d;
+    c.out = out;
+    ladle__strided_coalesce(&c);
+    CHECK(c.ndim >= (d.ndim > 0) && c.ndim <= d.ndim);
+    merged += c.ndim < d.ndim;
+    ladle__strided_copy(&c);
+    CHECK(memcmp(out, want, (size_t)(out_total * d.elem_size) + 64) == 0);
+  }
+  CHECK(merged > 100);
+  /* A 5 x 7 crop at (2, 3) of a 10 x 20 x 3 image. */
+  ladle__strided_desc d = {.ndim = 3, .elem_size = 1, .fill_dim = -1, .num_fill = 1,
+                           .shape = {5, 7, 3}, .in_shape = {10, 20, 3}, .in_start = {2, 3, 0}};
+  ladle__dense_strides(d.out_stride, d.shape, 3);
+  ladle__dense_strides(d.in_stride, d.in_shape, 3);
+  ladle__strided_desc c = d;
+  ladle__strided_coalesce(&c);
+  CHECK(c.ndim == 2 && c.shape[1] == 21 && c.in_shape[1] == 60 && c.in_start[1] == 9 && c.in_stride[0] == 60);
+  d.fill_dim = 2, d.num_fill = 3; /* a fill value per channel */
+  c = d;
+  ladle__strided_coalesce(&c);
+  CHECK(c.ndim == 3);
+}
+
 /* one_hot and lookup_table's kernels on a small case, by hand. */
 static void test_encode_kernels(void) {
   int32_t classes[6] = {0, 2, -1, 1, 5, 2};
@@ -135,6 +181,7 @@ static void test_reshape_is_zero_copy(void) {
 
 int main(void) {
   RUN(test_strided_copy_random);
+  RUN(test_strided_coalesce);
   RUN(test_encode_kernels);
   RUN(test_batch_view);
   RUN(test_reshape_is_zero_copy);
