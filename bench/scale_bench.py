@@ -367,8 +367,11 @@ def summarize(report):
         if len(warm_rows) >= 2:
             a, b = warm_rows[0], warm_rows[-1]
             s["build_us_per_file"] = {str(r["files"]): round(r["build_s"] / r["files"] * 1e6, 2) for r in warm_rows}
+            s["build_cpu_us_per_file"] = {str(r["files"]): round(r["build_cpu_s"] / r["files"] * 1e6, 2)
+                                          for r in warm_rows}
             s["build_growth"] = {"files_ratio": round(b["files"] / a["files"], 1),
-                                 "build_s_ratio": round(b["build_s"] / max(a["build_s"], 1e-9), 1)}
+                                 "build_s_ratio": round(b["build_s"] / max(a["build_s"], 1e-9), 1),
+                                 "build_cpu_s_ratio": round(b["build_cpu_s"] / max(a["build_cpu_s"], 1e-9), 1)}
         out[lib] = s
     return out
 
@@ -384,16 +387,17 @@ def print_report(report):
     print(f"machine: {m.get('cpu_model')}, {m.get('usable_cores')} cores, {m.get('memory_gb')} GB; "
           f"batch {report['settings']['batch_size']}, {report['settings']['threads']} threads; "
           f"base {report['data']['base_files']} JPEGs ({report['data'].get('filesystem')})")
-    header = ["lib", "files", "cache", "build s", "first batch s", "images/s", "RSS build MiB", "RSS peak MiB",
+    header = ["lib", "files", "cache", "build s", "build CPU s", "first batch s", "images/s", "RSS build MiB", "RSS peak MiB",
               "read MB", "resident after eviction"]
     rows = []
     for r in report["results"]:
         if "failed" in r or "skipped" in r:
             rows.append([r.get("lib", "?"), _n(r.get("files")), r.get("cache", "?"),
-                         (r.get("failed") or r.get("skipped"))[:60], "", "", "", "", "", ""])
+                         (r.get("failed") or r.get("skipped"))[:60], "", "", "", "", "", "", ""])
             continue
         ev = r.get("eviction") or {}
-        rows.append([r["lib"], _n(r["files"]), r["cache"], _n(r["build_s"], 3), _n(r["first_batch_s"], 3),
+        rows.append([r["lib"], _n(r["files"]), r["cache"], _n(r["build_s"], 3), _n(r.get("build_cpu_s"), 3),
+                     _n(r["first_batch_s"], 3),
                      _n(r["images_per_s"]), _n(r["rss_after_build_mb"]), _n(r["rss_peak_mb"]),
                      _n(r.get("first_batch_read_mb", 0) + r.get("steady_read_mb", 0)),
                      _n((ev.get("after_evict") or {}).get("resident_fraction"), 3) if ev else "-"])
@@ -404,8 +408,14 @@ def print_report(report):
         print("  ".join(str(c).rjust(w) if i else str(c).ljust(w) for i, (c, w) in enumerate(zip(row, widths))))
     for lib, s in (report.get("summary") or {}).items():
         print(f"{lib}: RSS after build grows {_n(s.get('rss_bytes_per_file'))} bytes per file"
-              + (f"; build time x{s['build_growth']['build_s_ratio']} for x{s['build_growth']['files_ratio']} files"
+              + (f"; build time x{s['build_growth']['build_s_ratio']} (CPU x{s['build_growth']['build_cpu_s_ratio']}) "
+                 f"for x{s['build_growth']['files_ratio']} files; build CPU per file "
+                 + ", ".join(f"{v} us at {int(k):,}" for k, v in s["build_cpu_us_per_file"].items())
                  if s.get("build_growth") else ""))
+    la = report.get("load_average_at_start")
+    if la:
+        print(f"load average {la[0]} at the start and {(report.get('load_average_at_end') or ['?'])[0]} at the end "
+              f"on {m.get('usable_cores')} cores (wall times stretch with it; CPU seconds do not)")
 
 
 def parent_main(args):
