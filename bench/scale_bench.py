@@ -492,14 +492,15 @@ def parent_main(args):
                         "threads": args.threads, "batches": args.batches, "seed": args.seed,
                         "prefetch": args.prefetch}
                 ev = None
-                if cache == "warm":
+                if cache == "warm":  # the files' data and the tree's directories (a cold run before may have dropped them)
                     warm(base)
+                    distinct_inodes(root)
                 else:
                     ev = {"distinct_inodes": len(inodes), "before": residency(inodes)}
                     ev["evict_seconds"] = evict(inodes)
-                    if args.drop_caches:
-                        ev["drop_caches"] = drop_caches() or "done"
                     ev["after_evict"] = residency(inodes)
+                    if args.drop_caches:  # last: the residency check looks the files up again
+                        ev["drop_caches"] = drop_caches() or "done"
                 res = run_child(args, spec)
                 res.setdefault("lib", lib)
                 res.setdefault("files", n)
