@@ -260,14 +260,18 @@ def child_main(spec):
     if spec["lib"] == "ladle":
         lib, reason = common.import_ladle()
         if lib is None:
-            raise RuntimeError(reason)
+            return dict(out, skipped=reason)
         from ladle import fn, types
         out["version"] = lib.__version__
         make = lambda: lib.Pipeline(batch_size=spec["batch_size"], num_threads=spec["threads"], device_id=-1,  # noqa: E731
                                     seed=spec["seed"], prefetch_queue_depth=spec["prefetch"])
     else:
-        import nvidia.dali as lib
-        from nvidia.dali import fn, types
+        try:
+            import nvidia.dali as lib
+            from nvidia.dali import fn, types
+        except ImportError as e:
+            return dict(out, skipped=f"nvidia.dali does not import ({e}); on the GPU machine install it with "
+                                     "../shared/tools/dali/")
         out["version"] = lib.__version__
         make = lambda: lib.Pipeline(batch_size=spec["batch_size"], num_threads=spec["threads"], device_id=None,  # noqa: E731
                                     seed=spec["seed"], prefetch_queue_depth=spec["prefetch"])
