@@ -430,13 +430,14 @@ def parent_main(args):
     if not base:
         raise SystemExit(f"no images under --base {args.base}")
     os.makedirs(args.trees, exist_ok=True)
+    torch = common.import_torch()[0]
     report = {
         "schema": common.SCHEMA, "kind": "scale", "label": args.label, "date": started,
         "load_average_at_start": [round(x, 2) for x in os.getloadavg()],
         "commit": commit, "commit_dirty": dirty, "commit_source": commit_source,
         "command": " ".join([os.path.relpath(sys.argv[0], common.REPO)] + sys.argv[1:]),
-        "machine": common.machine_info(None),
-        "software": common.software_info(None),
+        "machine": common.machine_info(torch),  # the GPU's name goes into the file name
+        "software": common.software_info(None, torch),
         "data": {"base": os.path.abspath(args.base), "base_files": len(base), "base_made_seconds": base_seconds,
                  "mean_bytes": round(sum(os.path.getsize(p) for p in base) / len(base)),
                  "filesystem": common.filesystem_of(args.trees), "trees": {}},
