@@ -525,6 +525,9 @@ static ladle_status decode_chunk(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_i
     s = nj.nvjpegDecodeBatched(d->handle, d->state, d->data, d->lengths, d->dest, stream);
   }
   if (s != NVJPEG_STATUS_SUCCESS) {
+    /* The failed call may have queued work on the state's buffers: the next
+     * call waits for it as after a success (the message is set below). */
+    if (ladle__cuda_event_record(d->event, stream) == LADLE_OK) d->pending = 1;
     if (is_data_error(s) || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED) {
       st = blame(d, im, m, call, s);
     } else {

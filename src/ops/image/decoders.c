@@ -33,7 +33,9 @@ enum { /* decoders.image_slice */
   [ARG_ADJUST_ORIENTATION] = {LADLE_BOOL_ARG("adjust_orientation", 1), \
       .doc = "Apply the EXIF orientation, so the output is the image as displayed."}, \
   [ARG_HW_DECODER_LOAD] = {LADLE_FLOAT_ARG("hw_decoder_load", 0.8), LADLE_RANGE(0.0, 1.0), \
-      .doc = "mixed: the share of JPEGs given to nvJPEG; the CPU workers decode the rest at the same time " \
+      .doc = "mixed: the share of JPEGs given to nvJPEG's hardware decoder (its GPU-hybrid backend on a GPU without " \
+             "one); the rest go, at the same time, to " \
+             "its GPU-Huffman decoder (see hybrid_huffman_threshold) or the CPU workers " \
              "(DALI's default is 0.65; 0.8 was fastest on an H200 with 16 cores)."}, \
   [ARG_HYBRID_HUFFMAN_THRESHOLD] = {LADLE_INT_ARG("hybrid_huffman_threshold", 1000000), LADLE_RANGE(0.0, 4294967295.0), \
       .doc = "mixed: JPEGs outside the hw_decoder_load share (or that the hardware decoder does not take) with " \

@@ -126,20 +126,32 @@ def close_to_cpu(gpu, cpu, what):
         assert d.mean() < 2 and np.percentile(d, 99) <= 16, (what, i, d.mean(), np.percentile(d, 99), d.max())
 
 
-@pytest.mark.gpu
-@pytest.mark.parametrize("hw, threshold, expected", [
+ROUTES = [
     (0.0, 0, {"hw": 0, "gpu_hybrid": 8, "cpu": 0}),             # hw_decoder_load 0, threshold 0: all GPU-Huffman
     (0.0, HUGE, {"hw": 0, "gpu_hybrid": 0, "cpu": 8}),          # a huge threshold: none
     (0.0, 1_000_000, {"hw": 0, "gpu_hybrid": 0, "cpu": 8}),     # DALI's default: these images are smaller
     (0.0, THRESHOLD, {"hw": 0, "gpu_hybrid": 4, "cpu": 4}),     # slots 0, 2, 5, 7 have more pixels
     (0.5, THRESHOLD, {"hw": 4, "gpu_hybrid": 2, "cpu": 2}),     # hw: slots 1, 3, 5, 7; of the rest 0 and 2
     (0.5, 0, {"hw": 4, "gpu_hybrid": 4, "cpu": 0}),
-])
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("hw, threshold, expected", ROUTES)
 @pytest.mark.parametrize("op", ["image", "image_random_crop"])
 def test_routes_follow_the_threshold(op, hw, threshold, expected):
     data = encoded()
     _, counts = decode(data, "mixed", op, iterations=2, hw_decoder_load=hw, hybrid_huffman_threshold=threshold)
-    assert counts == {k: 2 * v for k, v in expected.items()} | {"retried_on_cpu": 0}
+    want = {k: 2 * v for k, v in expected.items()} | {"retried_on_cpu": 0}
+    if op == "image" or hw == 0:
+        # Whole baseline 4:2:0 JPEGs: the hardware decoder takes every one (GPU-NOTES.md: all
+        # 20,000 benchmark images), so its share is exactly the hw_decoder_load slots.
+        assert counts == want
+    else:
+        # With crop windows the hardware decoder's region check decides too; an image of its
+        # share it declines goes the GPU-Huffman or the CPU way like the others.
+        assert counts["hw"] <= want["hw"] and counts["gpu_hybrid"] >= want["gpu_hybrid"]
+        assert counts["cpu"] >= want["cpu"] and sum(counts[k] for k in ("hw", "gpu_hybrid", "cpu")) == 16
 
 
 @pytest.mark.gpu
@@ -168,16 +180,20 @@ def test_gpu_huffman_batches_of_more_than_50():
 
 
 @pytest.mark.gpu
-def test_three_routes_at_once_are_reproducible():
+@pytest.mark.parametrize("op", ["image", "image_random_crop"])
+def test_three_routes_at_once_are_reproducible(op):
     data = encoded()
     args = dict(hw_decoder_load=0.5, hybrid_huffman_threshold=THRESHOLD)
-    first, c1 = decode(data, "mixed", "image_random_crop", iterations=3, seed=9, **args)
-    again, c2 = decode(data, "mixed", "image_random_crop", iterations=3, seed=9, **args)
-    cpu, _ = decode(data, "cpu", "image_random_crop", iterations=3, seed=9)
-    assert c1 == c2 == {"hw": 12, "gpu_hybrid": 6, "cpu": 6, "retried_on_cpu": 0}
+    first, c1 = decode(data, "mixed", op, iterations=3, seed=9, **args)
+    again, c2 = decode(data, "mixed", op, iterations=3, seed=9, **args)
+    cpu, _ = decode(data, "cpu", op, iterations=3, seed=9)
+    assert c1 == c2  # the same image takes the same route every run
+    if op == "image":  # see test_routes_follow_the_threshold
+        assert c1 == {"hw": 12, "gpu_hybrid": 6, "cpu": 6, "retried_on_cpu": 0}
+    assert c1["hw"] > 0 and c1["gpu_hybrid"] >= 6 and c1["cpu"] > 0 and c1["retried_on_cpu"] == 0
     for a, b in zip(first, again):
-        np.testing.assert_array_equal(a, b)  # the same image takes the same route every run
-    close_to_cpu(first, cpu, "three routes")
+        np.testing.assert_array_equal(a, b)
+    close_to_cpu(first, cpu, f"three routes, {op}")
 
 
 def write_tree(root, count):
@@ -234,10 +250,11 @@ def test_a_corrupt_jpeg_in_the_gpu_huffman_share_fails_naming_the_file(tmp_path)
     assert all(os.path.basename(bad) in s["error"] for s in skipped)
     counts = decoder_counters(pipe)
     pipe.close()
-    # Every delivered image was decoded once by a route (batches that failed count nothing);
-    # the bad file was refused by nvJPEG's parser or by its decode (then retried on the CPU).
-    assert counts["hw"] == 0 and counts["cpu"] + counts["gpu_hybrid"] == 16
-    assert counts["gpu_hybrid"] >= 16 - 4 and counts["retried_on_cpu"] <= counts["cpu"]
+    # The bad file was refused by nvJPEG's parser (then it went to the CPU decoder) or by the
+    # GPU-Huffman decode (then its share was decoded again on the CPU); either way its batch
+    # failed and ran again without it, and only completed batches count: 16 good images, each
+    # decoded by the GPU-Huffman route.
+    assert counts == {"hw": 0, "gpu_hybrid": 16, "cpu": 0, "retried_on_cpu": 0}
 
 
 @pytest.mark.gpu
