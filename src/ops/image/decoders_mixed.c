@@ -65,8 +65,7 @@ static void hybrid_destroy(ladle__hybrid_nvjpeg *h) {
   snprintf(saved, sizeof saved, "%s", ladle_last_error());
   int prev = -1;
   if (ladle__cuda_use_device(h->device, &prev) != LADLE_OK) prev = -1;
-  /* Its last decode may still run (the pipeline's stream waited for it, but
-   * the pipeline's work may be done with before): its buffers outlive it. */
+  /* Its last decode may still run on the GPU: nvJPEG's buffers outlive it. */
   if (h->stream) (void)ladle__cuda_stream_sync(h->stream);
   ladle__nvjpeg_decoder_destroy(h->decoder);
   ladle__cuda_event_destroy(h->fork);
