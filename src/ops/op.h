@@ -111,6 +111,12 @@ typedef struct ladle__op_def {
   int (*accepts_epilogue)(const ladle__node *node, const ladle__node *consumer);
   ladle_status (*run_batch_epilogue)(ladle__node *node, ladle__node *consumer, ladle__gpu *g);
 
+  /* Operators that read only one of their inputs per sample (the join of an
+   * `if`): the index of the input sample `s` reads, from the node's
+   * per-sample arguments. The executor then computes only the samples
+   * that are read (pipeline/demand.h). */
+  int (*selects_input)(const ladle__node *node, const ladle__sample *s);
+
   /* Planning hints (pipeline/plan.c). fixed_output_size: 1 and the size when
    * output 0 has the same width x height for every sample whatever the
    * input's resolution (resize to a fixed size). allow_smaller_output: this
