@@ -11,8 +11,11 @@ NCHW) or the validation pipeline (resize the shorter side to 256, center crop
 224, normalize, float16 NCHW). `to_gpu` puts the batch in GPU memory as a
 training loop would receive it.
 
-A loader name may end in "@hw=X" (e.g. "dali-mixed@hw=0.9"): the mixed decoder's
-hw_decoder_load, the share of images sent to the JPEG hardware engines.
+A mixed loader's name may end in options, each "@key=value", in any order:
+"@hw=X" (e.g. "dali-mixed@hw=0.9"): the mixed decoder's hw_decoder_load, the share
+of images sent to the JPEG hardware engines; "@hyb=N" (e.g. "ladle-mixed@hw=0.9@hyb=0"):
+its hybrid_huffman_threshold, the pixel count above which the images not sent to the
+engines are decoded by nvJPEG's GPU-Huffman backend (0: all of them).
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -35,17 +38,32 @@ LOADERS = {
 }
 
 
-def parse_name(name):
-    """ "dali-mixed@hw=0.9" -> ("dali-mixed", 0.9); no suffix -> (name, None)."""
-    base, _, opt = name.partition("@")
+# "@key=value" name options: (decoder argument, type)
+NAME_OPTIONS = {"hw": ("hw_decoder_load", float), "hyb": ("hybrid_huffman_threshold", int)}
+
+
+def parse_options(name):
+    """ "ladle-mixed@hw=0.9@hyb=0" -> ("ladle-mixed", {"hw_decoder_load": 0.9,
+    "hybrid_huffman_threshold": 0}): the decoder arguments the name sets."""
+    base, *opts = name.split("@")
     if base not in LOADERS:
         raise KeyError(name)
-    if not opt:
-        return base, None
-    key, _, value = opt.partition("=")
-    if key != "hw" or LOADERS[base][2] != "mixed":
-        raise KeyError(name)
-    return base, float(value)
+    args = {}
+    for opt in opts:
+        key, eq, value = opt.partition("=")
+        if key not in NAME_OPTIONS or not eq or LOADERS[base][2] != "mixed":
+            raise KeyError(name)  # only mixed decoders have these arguments
+        arg, kind = NAME_OPTIONS[key]
+        if arg in args:
+            raise KeyError(name)
+        args[arg] = kind(value)
+    return base, args
+
+
+def parse_name(name):
+    """ "dali-mixed@hw=0.9" -> ("dali-mixed", 0.9); no hw option -> (name, None)."""
+    base, args = parse_options(name)
+    return base, args.get("hw_decoder_load")
 
 
 class Unavailable(Exception):
@@ -98,7 +116,7 @@ def imagenet_graph(fn, types, jpegs, pipeline, device, hw):
 
 class LadleLoader(Loader):
     def __init__(self, ladle, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False,
-                 prefetch=2, hw_decoder_load=None, shard=(0, 1), device_id=0):
+                 prefetch=2, hw_decoder_load=None, decoder_args=None, shard=(0, 1), device_id=0):
         from ladle import fn, types
 
         if device == "mixed":
@@ -114,7 +132,11 @@ class LadleLoader(Loader):
         torch_copy = to_gpu and device == "cpu" and not in_graph_copy
         self.torch_copy = torch_copy
         gpu = device == "mixed"
-        hw = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
+        hw = dict(decoder_args or {})
+        if hw_decoder_load is not None:
+            hw["hw_decoder_load"] = hw_decoder_load
+        if "hybrid_huffman_threshold" in hw:
+            self.notes.append(f"hybrid_huffman_threshold {hw['hybrid_huffman_threshold']}")
 
         pipe = ladle.Pipeline(batch_size=batch_size, num_threads=threads,
                               device_id=device_id if (gpu or to_gpu) else -1, seed=seed, prefetch_queue_depth=prefetch)
@@ -149,6 +171,13 @@ class LadleLoader(Loader):
             y = np.from_dlpack(labels)
         return x, y
 
+    def decoder_routes(self):
+        """The decoder's images per route so far (executor_statistics counters), or None."""
+        for op in self.pipe.executor_statistics()["operators"]:
+            if op["op"].startswith("decoders.") and op.get("counters"):
+                return dict(op["counters"])
+        return None
+
     def close(self):
         self.pipe.close()
 
@@ -172,7 +201,7 @@ class DaliLoader(Loader):
     The iterator has no epoch size (size=-1), so it streams like ladle's reader."""
 
     def __init__(self, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False, prefetch=2,
-                 hw_decoder_load=None, shard=(0, 1), device_id=0):
+                 hw_decoder_load=None, decoder_args=None, shard=(0, 1), device_id=0):
         dali, dali_torch = import_dali()
         from nvidia.dali import fn, types
         if torch is None:
@@ -180,12 +209,16 @@ class DaliLoader(Loader):
         cuda = torch.cuda.is_available()
         if device == "mixed" and not cuda:
             raise Unavailable("no CUDA device")
-        hw = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
+        hw = dict(decoder_args or {})
+        if hw_decoder_load is not None:
+            hw["hw_decoder_load"] = hw_decoder_load
         self.torch = torch
         self.to_gpu = to_gpu or device == "mixed"
         self.notes = [f"NVIDIA DALI {dali.__version__}, DALIGenericIterator"
-                      + (f", hw_decoder_load {hw_decoder_load}" if hw else
-                         ", DALI's default hw_decoder_load" if device == "mixed" else "")]
+                      + (f", hw_decoder_load {hw['hw_decoder_load']}" if "hw_decoder_load" in hw else
+                         ", DALI's default hw_decoder_load" if device == "mixed" else "")
+                      + (f", hybrid_huffman_threshold {hw['hybrid_huffman_threshold']}"
+                         if "hybrid_huffman_threshold" in hw else "")]
         pipe = dali.Pipeline(batch_size=batch_size, num_threads=threads, device_id=device_id if cuda else None,
                              seed=seed, prefetch_queue_depth=prefetch)
         with pipe:
@@ -392,20 +425,20 @@ class TorchvisionGpuLoader:
 
 def make_loader(name, *, ladle, torch, torchvision, root, batch_size, threads, seed=0, to_gpu=False,
                 prefetch=2, tv_version="auto", shard=(0, 1), device_id=0):
-    """Builds loader `name` (a key of LOADERS, maybe with "@hw=X"). Raises
+    """Builds loader `name` (a key of LOADERS, maybe with "@hw=X", "@hyb=N"). Raises
     Unavailable with the reason when it cannot run here. shard: (shard_id,
     num_shards) of the reader, device_id: the GPU (ladle and DALI only)."""
-    base, hw = parse_name(name)
+    base, args = parse_options(name)
     library, pipeline, device = LOADERS[base]
     if library == "ladle":
         if ladle is None:
             raise Unavailable("ladle does not import")
         return LadleLoader(ladle, torch, root, pipeline, device, batch_size, threads, seed=seed,
-                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch, hw_decoder_load=hw, shard=shard,
+                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch, decoder_args=args, shard=shard,
                            device_id=device_id)
     if library == "dali":
         return DaliLoader(torch, root, pipeline, device, batch_size, threads, seed=seed, to_gpu=to_gpu,
-                          prefetch=prefetch, hw_decoder_load=hw, shard=shard, device_id=device_id)
+                          prefetch=prefetch, decoder_args=args, shard=shard, device_id=device_id)
     if device == "gpu":
         return TorchvisionGpuLoader(torch, torchvision, root, batch_size, seed=seed)
     return TorchvisionLoader(torch, torchvision, root, pipeline, batch_size, threads, seed=seed, to_gpu=to_gpu,
@@ -413,11 +446,10 @@ def make_loader(name, *, ladle, torch, torchvision, root, batch_size, threads, s
 
 
 def describe(name, batch_size, threads):
-    base, hw = parse_name(name)
+    base, args = parse_options(name)
     library, pipeline, device = LOADERS[base]
     out = {"loader": library, "pipeline": pipeline, "decode": device, "batch_size": batch_size,
            "threads": threads if not (library == "torchvision" and device == "gpu") else 1}
-    if hw is not None:
-        out["hw_decoder_load"] = hw
+    out.update(args)  # hw_decoder_load, hybrid_huffman_threshold
     return out
 

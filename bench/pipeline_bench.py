@@ -167,6 +167,8 @@ def measure(ctx, spec, deadline):
             seconds.append(round(dt, 3))
             sample_memory()
         result["gpu_utilization"] = util.stop() if util else None
+        if hasattr(loader, "decoder_routes"):  # ladle: images per decoder route, warm-up included
+            result["decoder_routes"] = loader.decoder_routes()
     finally:
         loader.close()
         del loader
@@ -309,13 +311,20 @@ def plan(args, train_desc, val_desc):
             unknown.append(w)
     if unknown:
         raise SystemExit(f"unknown loader(s): {', '.join(unknown)}; choose from "
-                         f"{', '.join(TRAIN_LOADERS + VAL_LOADERS)} (mixed ones may end in @hw=LOAD)")
+                         f"{', '.join(TRAIN_LOADERS + VAL_LOADERS)} (mixed ones may end in @hw=LOAD and "
+                         "@hyb=PIXELS)")
     # --hw-loads: each mixed loader again at these hw_decoder_load values (DALI's best
     # setting differs from its default; the result records which was best).
     for load in args.hw_loads:
         for base in [w for w in wanted if "@" not in w and w.split("-")[1] == "mixed"]:
             if f"{base}@hw={load}" not in wanted:
                 wanted.append(f"{base}@hw={load}")
+    # --hybrid-thresholds: each ladle mixed loader (with each of its @hw variants) again
+    # at these hybrid_huffman_threshold values.
+    for threshold in args.hybrid_thresholds:
+        for name in [w for w in wanted if w.startswith("ladle-mixed") and "@hyb=" not in w]:
+            if f"{name}@hyb={threshold}" not in wanted:
+                wanted.append(f"{name}@hyb={threshold}")
 
     def images(desc):
         return args.pass_images or desc["images"]
@@ -617,6 +626,9 @@ def parse_args(argv=None):
     p.add_argument("--prefetch", type=int, default=2, help="prefetch_queue_depth of ladle and DALI")
     p.add_argument("--hw-loads", type=lambda s: [float(x) for x in s.split(",") if x], default=[],
                    help="also run each mixed loader at these hw_decoder_load values, e.g. 0.9,0.99")
+    p.add_argument("--hybrid-thresholds", type=lambda s: [int(x) for x in s.split(",") if x], default=[],
+                   help="also run each ladle mixed loader (and its --hw-loads variants) at these "
+                        "hybrid_huffman_threshold values, e.g. 0 (loader name suffix @hyb=N)")
     p.add_argument("--tv-transforms", choices=["auto", "v1", "v2"], default="auto")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--time-budget", type=float, default=0, help="seconds; later measurements are skipped past it")

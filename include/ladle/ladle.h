@@ -669,6 +669,8 @@ LADLE_API ladle_status ladle_pipeline_get_stats(const ladle_pipeline *pipeline, 
  * are warm. Thread-safe. */
 LADLE_API ladle_status ladle_pipeline_release_memory(ladle_pipeline *pipeline, uint64_t *released);
 
+#define LADLE_OP_MAX_COUNTERS 8
+
 /* One operator's share of the executor's time. */
 typedef struct ladle_op_stats {
   const char *op_name;       /* the schema's name, e.g. "resize" */
@@ -677,6 +679,11 @@ typedef struct ladle_op_stats {
   double seconds;            /* executor wall time in it: its parallel passes over the samples on the CPU;
                               * for GPU operators the time to queue the work, including any host wait */
   int fused;                 /* 1 when it runs inside its consumer's GPU kernel (its time is counted there) */
+  /* Counts the operator keeps, by name (e.g. the image decoders' images per decoder: "cpu", "hw",
+   * "gpu_hybrid", "retried_on_cpu"); num_counters of them, 0 for most operators. Names are static. */
+  int num_counters;
+  const char *counter_names[LADLE_OP_MAX_COUNTERS];
+  int64_t counters[LADLE_OP_MAX_COUNTERS];
 } ladle_op_stats;
 
 /* A sample skipped as bad (skip_bad_samples). */

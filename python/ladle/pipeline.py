@@ -835,8 +835,18 @@ class Pipeline:
         """Where the time went since build: {"iterations", "prepare_seconds"
         (the executor thread's time preparing them), "wait_seconds" (time
         run() waited: the consumer starved), "operators": [{"op", "name",
-        "device", "seconds", "fused"}, ...] in the order added}. A loader that
-        keeps up with training shows wait_seconds near 0.
+        "device", "seconds", "fused", "counters"}, ...] in the order added}.
+        A loader that keeps up with training shows wait_seconds near 0.
+
+        "counters" holds the counts an operator keeps ({} for most). The image
+        decoders count the images each decoder delivered: "cpu" (libjpeg-turbo
+        and libpng on the workers), "hw" (the mixed backend's hw_decoder_load
+        share: nvJPEG on the hardware engines, or on its GPU-hybrid backend
+        where the GPU has none), "gpu_hybrid" (the hybrid_huffman_threshold
+        route) and "retried_on_cpu" (images sent to nvJPEG whose batch it
+        refused, decoded on the CPU instead; counted in "cpu" too). The mixed
+        backend counts batches it completed; a batch run again without a
+        skipped sample counts again.
 
         "skipped_samples" counts the bad samples skipped (on_error="skip");
         "memory" has one dict per memory pool ("host_pageable", "host_pinned",

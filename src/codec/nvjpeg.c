@@ -228,6 +228,7 @@ struct ladle__nvjpeg_decoder {
   int roi;            /* nvjpegDecodeBatchedEx usable */
   int max_batch;
   int num_workers;
+  int gpu_huffman_only;
   nvjpegHandle_t handle;
   nvjpegJpegState_t state;
   nvjpegJpegStream_t *streams;     /* num_workers + 1: the last one for ladle__nvjpeg_decode */
@@ -304,6 +305,7 @@ ladle_status ladle__nvjpeg_decoder_create(const ladle__nvjpeg_params *p, ladle__
   d->device = p->device_id;
   d->max_batch = p->max_batch;
   d->num_workers = p->num_workers;
+  d->gpu_huffman_only = p->gpu_huffman_only;
 
   if (p->backend != LADLE__NVJPEG_GPU_HYBRID) {
     d->handle = create_handle(NVJPEG_BACKEND_HARDWARE, p->fancy_upsampling);
@@ -416,14 +418,15 @@ ladle_status ladle__nvjpeg_supported(ladle__nvjpeg_decoder *d, int worker, const
     }
     ok = is == 0;
   } else {
-    /* GPU hybrid: Huffman JPEGs, baseline, extended or progressive. */
-    ok = 1;
+    /* GPU hybrid: Huffman JPEGs, baseline, extended or progressive; only
+     * baseline where the caller wants the Huffman decoding on the GPU. */
+    ok = !d->gpu_huffman_only;
     if (nj.nvjpegJpegStreamGetJpegEncoding) {
       nvjpegJpegEncoding_t enc = NVJPEG_ENCODING_UNKNOWN;
-      if (nj.nvjpegJpegStreamGetJpegEncoding(js, &enc) != NVJPEG_STATUS_SUCCESS ||
-          (enc != NVJPEG_ENCODING_BASELINE_DCT && enc != NVJPEG_ENCODING_EXTENDED_SEQUENTIAL_DCT_HUFFMAN &&
-           enc != NVJPEG_ENCODING_PROGRESSIVE_DCT_HUFFMAN))
-        ok = 0;
+      int known = nj.nvjpegJpegStreamGetJpegEncoding(js, &enc) == NVJPEG_STATUS_SUCCESS;
+      ok = known && (enc == NVJPEG_ENCODING_BASELINE_DCT ||
+                     (!d->gpu_huffman_only && (enc == NVJPEG_ENCODING_EXTENDED_SEQUENTIAL_DCT_HUFFMAN ||
+                                               enc == NVJPEG_ENCODING_PROGRESSIVE_DCT_HUFFMAN)));
     }
   }
 
@@ -522,6 +525,9 @@ static ladle_status decode_chunk(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_i
     s = nj.nvjpegDecodeBatched(d->handle, d->state, d->data, d->lengths, d->dest, stream);
   }
   if (s != NVJPEG_STATUS_SUCCESS) {
+    /* The failed call may have queued work on the state's buffers: the next
+     * call waits for it as after a success (the message is set below). */
+    if (ladle__cuda_event_record(d->event, stream) == LADLE_OK) d->pending = 1;
     if (is_data_error(s) || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED) {
       st = blame(d, im, m, call, s);
     } else {

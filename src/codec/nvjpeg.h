@@ -75,6 +75,10 @@ typedef struct ladle__nvjpeg_params {
                                     (NVJPEG_FLAGS_UPSAMPLING_WITH_INTERPOLATION), closer to
                                     libjpeg-turbo's output; silently off where this nvJPEG
                                     does not accept the flag */
+  int gpu_huffman_only;          /* GPU_HYBRID: 1 accepts only baseline JPEGs, the ones whose Huffman
+                                    decoding nvJPEG runs on the GPU (in batches of more than 50
+                                    images, nvjpeg.h says; smaller batches and other encodings are
+                                    Huffman-decoded on the calling thread); default 0 */
 } ladle__nvjpeg_params;
 
 /* The defaults above, device 0. */
@@ -124,7 +128,9 @@ typedef struct ladle__nvjpeg_roi {
  * Parses the headers on the host (nvjpegJpegStreamParseHeader), then asks
  * nvJPEG (nvjpegDecodeBatchedSupported[Ex]) for the hardware backend; for the
  * GPU-hybrid backend it accepts 8-bit baseline, extended and progressive
- * Huffman JPEGs with 1 or 3 components and a known chroma subsampling.
+ * Huffman JPEGs with 1 or 3 components and a known chroma subsampling
+ * (baseline only with gpu_huffman_only, or none where this nvJPEG cannot
+ * tell the encoding).
  * Data nvJPEG cannot parse gives *supported = 0 and LADLE_OK: the CPU decoder
  * then reports it properly. EXIF orientation is not looked at: route images
  * with an orientation other than 1 to the CPU decoder (it applies orientation).

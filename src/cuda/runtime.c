@@ -258,6 +258,14 @@ done:
   return st;
 }
 
+ladle_status ladle__cuda_stream_sync(void *stream) {
+  ladle_status st = LADLE_OK;
+  LADLE_CUDA_ENTER();
+  LADLE_CUDA_CHECK(cudaStreamSynchronize(ladle__cuda_stream(stream)));
+done:
+  return st;
+}
+
 ladle_status ladle__cuda_event_done(void *event, int *done_out) {
   ladle_status st = LADLE_OK;
   LADLE_CUDA_ENTER();

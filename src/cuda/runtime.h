@@ -142,6 +142,9 @@ ladle_status ladle__cuda_stream_wait(void *stream, void *event);
 /* Blocks the host until the event has completed (never used on the hot path
  * except to recycle a buffer whose last use the event marks). */
 ladle_status ladle__cuda_event_sync(void *event);
+/* Blocks the host until the work queued on `stream` so far has completed
+ * (exit paths: a stream whose work could not be joined by an event). */
+ladle_status ladle__cuda_stream_sync(void *stream);
 /* Non-blocking: *done = 1 when the event has completed. */
 ladle_status ladle__cuda_event_done(void *event, int *done);
 

@@ -124,6 +124,11 @@ typedef struct ladle__op_def {
    * decoder's reduced DCT scale), since its only reader is such a node. */
   int (*fixed_output_size)(const ladle__node *node, int *width, int *height);
   void (*allow_smaller_output)(ladle__node *node, int min_width, int min_height);
+
+  /* Optional: the operator's counts for ladle_op_stats, at most
+   * LADLE_OP_MAX_COUNTERS (static names); returns how many. Called from any
+   * thread while the pipeline runs (read atomics); node->state may be NULL. */
+  int (*counters)(const ladle__node *node, const char **names, int64_t *values);
 } ladle__op_def;
 
 /* The devices an operator built into this library can run on: GPU variants

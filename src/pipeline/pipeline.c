@@ -484,6 +484,7 @@ ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, lad
   stats->device = n->device == LADLE_ON_GPU ? "gpu" : n->device == LADLE_ON_MIXED ? "mixed" : "cpu";
   stats->seconds = (double)atomic_load(&n->busy_ns) * 1e-9;
   stats->fused = n->fused_into != NULL;
+  stats->num_counters = n->def->counters ? n->def->counters(n, stats->counter_names, stats->counters) : 0;
   return LADLE_OK;
 }
 

@@ -429,8 +429,16 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
       Py_DECREF(ops);
       return ladle__py_raise_status(st);
     }
-    PyObject *d = Py_BuildValue("{s:s,s:z,s:s,s:d,s:O}", "op", os.op_name, "name", os.instance_name, "device",
-                                os.device, "seconds", os.seconds, "fused", os.fused ? Py_True : Py_False);
+    PyObject *counters = PyDict_New();
+    for (int k = 0; counters && k < os.num_counters; k++) {
+      PyObject *v = PyLong_FromLongLong((long long)os.counters[k]);
+      if (!v || PyDict_SetItemString(counters, os.counter_names[k], v) < 0) Py_CLEAR(counters);
+      Py_XDECREF(v);
+    }
+    PyObject *d = counters ? Py_BuildValue("{s:s,s:z,s:s,s:d,s:O,s:N}", "op", os.op_name, "name", os.instance_name,
+                                           "device", os.device, "seconds", os.seconds, "fused",
+                                           os.fused ? Py_True : Py_False, "counters", counters)
+                           : NULL;
     if (!d) {
       Py_DECREF(ops);
       return NULL;

@@ -13,7 +13,7 @@
 #include "ops/tensor/tensor_args.h"
 
 enum {
-  ARG_OUTPUT_TYPE, ARG_ADJUST_ORIENTATION, ARG_HW_DECODER_LOAD, ARG_DEVICE_MEMORY_PADDING,
+  ARG_OUTPUT_TYPE, ARG_ADJUST_ORIENTATION, ARG_HW_DECODER_LOAD, ARG_HYBRID_HUFFMAN_THRESHOLD, ARG_DEVICE_MEMORY_PADDING,
   ARG_HOST_MEMORY_PADDING, ARG_PREALLOCATE_WIDTH_HINT, ARG_PREALLOCATE_HEIGHT_HINT, ARG_USE_FAST_IDCT,
   ARG_COMMON_COUNT,
   ARG_RANDOM_AREA = ARG_COMMON_COUNT, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_CROP_COUNT
@@ -33,8 +33,17 @@ enum { /* decoders.image_slice */
   [ARG_ADJUST_ORIENTATION] = {LADLE_BOOL_ARG("adjust_orientation", 1), \
       .doc = "Apply the EXIF orientation, so the output is the image as displayed."}, \
   [ARG_HW_DECODER_LOAD] = {LADLE_FLOAT_ARG("hw_decoder_load", 0.8), LADLE_RANGE(0.0, 1.0), \
-      .doc = "mixed: the share of JPEGs given to nvJPEG; the CPU workers decode the rest at the same time " \
+      .doc = "mixed: the share of JPEGs given to nvJPEG's hardware decoder (its GPU-hybrid backend on a GPU without " \
+             "one); the rest go, at the same time, to " \
+             "its GPU-Huffman decoder (see hybrid_huffman_threshold) or the CPU workers " \
              "(DALI's default is 0.65; 0.8 was fastest on an H200 with 16 cores)."}, \
+  [ARG_HYBRID_HUFFMAN_THRESHOLD] = {LADLE_INT_ARG("hybrid_huffman_threshold", 1000000), LADLE_RANGE(0.0, 4294967295.0), \
+      .doc = "mixed: JPEGs outside the hw_decoder_load share (or that the hardware decoder does not take) with " \
+             "more pixels (height * width) than this are decoded by nvJPEG's GPU-Huffman backend " \
+             "(NVJPEG_BACKEND_GPU_HYBRID, baseline JPEGs only), from a worker, at the same time as the hardware " \
+             "engines and the CPU workers; the others by the CPU workers (DALI gives those to nvJPEG's host-Huffman " \
+             "decoder). nvJPEG decodes Huffman codes on the GPU for batches of more than 50 such images, on the " \
+             "worker for smaller ones. 0 sends every such JPEG there."}, \
   [ARG_DEVICE_MEMORY_PADDING] = {LADLE_INT_ARG("device_memory_padding", 16 << 20), \
       .no_effect = 1, .doc = "Accepted for DALI scripts; ladle's pools size themselves."}, \
   [ARG_HOST_MEMORY_PADDING] = {LADLE_INT_ARG("host_memory_padding", 8 << 20), \
@@ -186,6 +195,7 @@ static ladle_status decoder_init(ladle__node *n, ladle__decoder_window window) {
   d->color = (ladle__color)ladle__arg_choice(n, ARG_OUTPUT_TYPE);
   d->apply_orientation = (int)ladle__arg_int(n, NULL, ARG_ADJUST_ORIENTATION);
   d->gpu_share = ladle__arg_float(n, NULL, ARG_HW_DECODER_LOAD);
+  d->hybrid_threshold = ladle__arg_int(n, NULL, ARG_HYBRID_HUFFMAN_THRESHOLD);
   if (n->in[0].dtype != LADLE_UINT8 || n->in[0].ndim != 1)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be encoded bytes (uint8, 1-D)");
   d->window = window;
@@ -222,7 +232,24 @@ static void random_crop_allow_smaller(ladle__node *n, int min_width, int min_hei
 static ladle_status image_crop_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_CROP); }
 static ladle_status image_slice_init(ladle__node *n) { return decoder_init(n, LADLE__DECODER_SLICE); }
 
-static void decoder_fini(ladle__node *n) { free(n->state); }
+static void decoder_fini(ladle__node *n) {
+#ifdef LADLE_HAVE_CUDA
+  if (n->state) ladle__decoders_mixed_fini(n->state);
+#endif
+  free(n->state);
+}
+
+static int decoder_counters(const ladle__node *n, const char **names, int64_t *values) {
+  static const char *const route_names[LADLE__ROUTE_COUNT] = {"cpu", "hw", "gpu_hybrid"};
+  ladle__decoder_state *d = n->state;
+  for (int r = 0; r < LADLE__ROUTE_COUNT; r++) {
+    names[r] = route_names[r];
+    values[r] = d ? atomic_load(&d->decoded[r]) : 0;
+  }
+  names[LADLE__ROUTE_COUNT] = "retried_on_cpu";
+  values[LADLE__ROUTE_COUNT] = d ? atomic_load(&d->retried_on_cpu) : 0;
+  return LADLE__ROUTE_COUNT + 1;
+}
 
 static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
   const ladle__decoder_state *d = n->state;
@@ -270,9 +297,12 @@ static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
 
 static ladle_status decoder_run(ladle__node *n, ladle__sample *s) {
   sample_state *ss = s->state;
+  ladle__decoder_state *d = n->state;
   ladle__tensor in = ladle__input(n, s, 0), out = ladle__output(n, s, 0);
-  return ladle__image_decode(in.data, (size_t)in.shape[0], s->name ? s->name : "(unnamed)", &ss->info, &ss->params,
-                             out.data);
+  ladle_status st = ladle__image_decode(in.data, (size_t)in.shape[0], s->name ? s->name : "(unnamed)", &ss->info,
+                                        &ss->params, out.data);
+  if (st == LADLE_OK) atomic_fetch_add_explicit(&d->decoded[LADLE__ROUTE_CPU], 1, memory_order_relaxed);
+  return st;
 }
 
 const ladle__op_def ladle__op_decoders_image = {
@@ -285,6 +315,7 @@ const ladle__op_def ladle__op_decoders_image = {
     .sample_state_size = sizeof(sample_state),
     .init = image_init,
     .fini = decoder_fini,
+    .counters = decoder_counters,
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
@@ -300,6 +331,7 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
     .sample_state_size = sizeof(sample_state),
     .init = image_random_crop_init,
     .fini = decoder_fini,
+    .counters = decoder_counters,
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
@@ -316,6 +348,7 @@ const ladle__op_def ladle__op_decoders_image_crop = {
     .sample_state_size = sizeof(sample_state),
     .init = image_crop_init,
     .fini = decoder_fini,
+    .counters = decoder_counters,
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
@@ -332,6 +365,7 @@ const ladle__op_def ladle__op_decoders_image_slice = {
     .sample_state_size = sizeof(sample_state),
     .init = image_slice_init,
     .fini = decoder_fini,
+    .counters = decoder_counters,
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,

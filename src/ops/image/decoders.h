@@ -16,6 +16,14 @@ typedef enum ladle__decoder_window {
   LADLE__DECODER_SLICE        /* decoders.image_slice */
 } ladle__decoder_window;
 
+/* Who decodes a sample (the mixed backend decides in setup). */
+typedef enum ladle__decoder_route {
+  LADLE__ROUTE_CPU = 0,    /* libjpeg-turbo / libpng on the workers */
+  LADLE__ROUTE_HW,         /* the hw_decoder_load share: the device's shared nvJPEG decoder */
+  LADLE__ROUTE_GPU_HYBRID, /* hybrid_huffman_threshold: the node's nvJPEG GPU_HYBRID decoder */
+  LADLE__ROUTE_COUNT
+} ladle__decoder_route;
+
 typedef struct ladle__decoder_state {
   ladle__color color;
   int apply_orientation;
@@ -24,7 +32,11 @@ typedef struct ladle__decoder_state {
   ladle__random_crop_params crop;
   int min_width, min_height; /* 0: decode at full resolution */
   double gpu_share;          /* mixed: hw_decoder_load */
+  int64_t hybrid_threshold;  /* mixed: hybrid_huffman_threshold */
   struct ladle__shared_nvjpeg *nvjpeg; /* mixed: the device's decoder, or NULL (then the CPU decodes) */
+  struct ladle__hybrid_nvjpeg *hybrid; /* mixed: this node's GPU_HYBRID decoder, or NULL */
+  _Atomic int64_t decoded[LADLE__ROUTE_COUNT]; /* images delivered by each route (ladle_op_stats) */
+  _Atomic int64_t retried_on_cpu;              /* of the CPU's: sent to nvJPEG, which refused their batch */
 } ladle__decoder_state;
 
 /* Per sample (the node's sample_states). */
@@ -32,14 +44,17 @@ typedef struct ladle__decoder_sample {
   ladle__image_info info;
   ladle__decode_params params;
   const char *name; /* the sample's path, for run_batch's messages */
-  int use_gpu;      /* mixed: nvJPEG decodes it (decided in setup, in parallel) */
+  int route;        /* mixed: a ladle__decoder_route (decided in setup, in parallel) */
 } ladle__decoder_sample;
 
 #ifdef LADLE_HAVE_CUDA
 /* The mixed backend (decoders_mixed.c): init finds the device's shared nvJPEG
- * decoder (none: the CPU workers decode everything); route, in setup, decides
- * who decodes the sample; run_batch decodes the batch into device memory. */
+ * decoder (none: the CPU workers decode everything) and makes the node's
+ * GPU_HYBRID one; route, in setup, decides who decodes the sample; run_batch
+ * decodes the batch into device memory; fini frees what init made (after the
+ * executor has stopped: nothing is in flight on the host then). */
 ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d);
+void ladle__decoders_mixed_fini(ladle__decoder_state *d);
 ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle__decoder_sample *ss);
 ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g);
 #endif

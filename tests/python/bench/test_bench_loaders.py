@@ -34,6 +34,34 @@ def test_names_with_hw_decoder_load():
     assert loaders.describe("dali-mixed@hw=0.99", 8, 2)["hw_decoder_load"] == 0.99
 
 
+def test_names_with_hybrid_huffman_threshold():
+    assert loaders.parse_options("ladle-mixed@hw=0.9@hyb=0") == (
+        "ladle-mixed", {"hw_decoder_load": 0.9, "hybrid_huffman_threshold": 0})
+    assert loaders.parse_options("ladle-mixed-val@hyb=250000@hw=0.8") == (
+        "ladle-mixed-val", {"hw_decoder_load": 0.8, "hybrid_huffman_threshold": 250000})
+    assert loaders.parse_name("ladle-mixed@hyb=0") == ("ladle-mixed", None)
+    for bad in ("ladle-cpu@hyb=0", "ladle-mixed@hyb=0@hyb=1", "ladle-mixed@hyb", "ladle-mixed@huff=0"):
+        with pytest.raises(KeyError):
+            loaders.parse_options(bad)
+    with pytest.raises(ValueError):
+        loaders.parse_options("ladle-mixed@hyb=0.5")  # a pixel count
+    d = loaders.describe("ladle-mixed@hw=0.8@hyb=0", 8, 2)
+    assert d["hw_decoder_load"] == 0.8 and d["hybrid_huffman_threshold"] == 0
+
+
+def test_hybrid_thresholds_expand_the_ladle_mixed_loaders():
+    import pipeline_bench
+    args = pipeline_bench.parse_args(["--loaders", "ladle-mixed,dali-mixed,ladle-cpu", "--hw-loads", "0.8,0.9",
+                                      "--hybrid-thresholds", "0"])
+    names = [s["loader"] for _, group in pipeline_bench.plan(args, {"root": "t", "images": 10},
+                                                             {"root": "v", "images": 10})
+             for s in group]
+    assert {n for n in names if n.startswith("ladle-mixed")} == {
+        "ladle-mixed", "ladle-mixed@hw=0.8", "ladle-mixed@hw=0.9", "ladle-mixed@hyb=0", "ladle-mixed@hw=0.8@hyb=0",
+        "ladle-mixed@hw=0.9@hyb=0"}
+    assert not any("@hyb" in n for n in names if not n.startswith("ladle-mixed"))
+
+
 @pytest.mark.parametrize("pipeline", ["train", "val"])
 def test_ladle_and_dali_loaders_agree_on_what_they_deliver(tree, pipeline):
     import ladle
