@@ -810,7 +810,12 @@ class Pipeline:
         (the executor thread's time preparing them), "wait_seconds" (time
         run() waited: the consumer starved), "operators": [{"op", "name",
         "device", "seconds", "fused"}, ...] in the order added}. A loader that
-        keeps up with training shows wait_seconds near 0.
+        keeps up with training shows wait_seconds near 0. "fused" is True for
+        an operator computed inside the one after it: resize inside
+        crop_mirror_normalize's GPU kernel, or an element-wise expression
+        step (x * 0.5 in x * 0.5 + 1) inside the next step's single pass, on
+        the CPU or the GPU; its seconds then hold only its setup. The
+        environment variable LADLE_NO_FUSION=1 turns fusion off.
 
         "skipped_samples" counts the bad samples skipped (on_error="skip");
         "memory" has one dict per memory pool ("host_pageable", "host_pinned",
