@@ -9,6 +9,8 @@ Per mode, the best and the median of --runs iterations after --warmup:
   wall_ms   feed + run of one iteration (GPU: until the stream is done)
   chain_ms  the executor's time in the math.arithmetic nodes per iteration
             (CPU: their passes over the samples; GPU: queueing the launches)
+  cpu_ms    CPU time of the process (all threads) per iteration: less
+            disturbed than wall time by other work on a shared machine
 CPU figures on a shared machine are noisy: take the best of several runs.
 Results: a table and JSON under bench/results/<date>-<host>-<commit>-math-fusion.json
 (or --json PATH).
@@ -58,26 +60,27 @@ def measure(args):
         x = fn.external_source(name="x", dtype=types.FLOAT, ndim=3, layout="HWC",
                                device="gpu" if gpu else "cpu", no_copy=True)
         pipe.set_outputs(chain(x))
-    walls, chains, last = [], [], 0.0
+    walls, chains, cpus, last = [], [], [], 0.0
     try:
         for i in range(args.warmup + args.runs):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             pipe.feed_input("x", feed)
             (out,) = pipe.run()
             if gpu:
                 torch.cuda.synchronize()
-            t1 = time.perf_counter()
+            t1, c1 = time.perf_counter(), time.process_time()
             del out
             ops = [op for op in pipe.executor_statistics()["operators"] if op["op"] == "math.arithmetic"]
             total = sum(op["seconds"] for op in ops)
             if i >= args.warmup:
                 walls.append((t1 - t0) * 1e3)
                 chains.append((total - last) * 1e3)
+                cpus.append((c1 - c0) * 1e3)
             last = total
         fused = sum(op["fused"] for op in ops)
     finally:
         pipe.close()
-    return {"wall_ms": walls, "chain_ms": chains, "fused_nodes": fused, "math_nodes": len(ops)}
+    return {"wall_ms": walls, "chain_ms": chains, "cpu_ms": cpus, "fused_nodes": fused, "math_nodes": len(ops)}
 
 
 def summary(values):
@@ -110,12 +113,13 @@ def main():
     commit, dirty, _ = common.commit_info()
     print(f"{STEPS}-step float32 chain, batch {args.batch_size} x 224x224x3, device {args.device}, "
           f"{args.threads} threads, {args.runs} runs after {args.warmup} warm-up")
-    print(f"{'mode':<9} {'nodes fused':>11} {'wall best':>10} {'wall med':>9} {'chain best':>11} {'chain med':>10}  (ms)")
+    print(f"{'mode':<9} {'nodes fused':>11} {'wall best':>10} {'wall med':>9} {'chain best':>11} {'chain med':>10} "
+          f"{'cpu best':>9} {'cpu med':>8}  (ms)")
     for mode, r in results.items():
-        w, c = summary(r["wall_ms"]), summary(r["chain_ms"])
+        w, c, u = summary(r["wall_ms"]), summary(r["chain_ms"]), summary(r["cpu_ms"])
         print(f"{mode:<9} {r['fused_nodes']:>5} of {r['math_nodes']:<3} {w['best']:>10.2f} {w['median']:>9.2f} "
-              f"{c['best']:>11.2f} {c['median']:>10.2f}")
-        r["wall_summary"], r["chain_summary"] = w, c
+              f"{c['best']:>11.2f} {c['median']:>10.2f} {u['best']:>9.2f} {u['median']:>8.2f}")
+        r["wall_summary"], r["chain_summary"], r["cpu_summary"] = w, c, u
     speedup = results["unfused"]["chain_summary"]["best"] / max(results["fused"]["chain_summary"]["best"], 1e-9)
     print(f"chain speed-up (best over best): {speedup:.2f}x")
     doc = {"schema": common.SCHEMA, "benchmark": "math-fusion", "date": common.now_iso(), "commit": commit,

@@ -116,48 +116,82 @@ void ladle__math_prog_of(const ladle__math_expr *e, ladle__math_prog *p) {
 }
 
 /* One run of n <= BLOCK output elements from o; leaf k starts at base[k] and
- * advances by step[k]. Each step's result block is stored in the step's
- * output type (into `reg`, or the output for the last step), the memory a
- * later step loads it from, as from a tensor. Returns t + 1 on an integer
- * division by zero in step t. */
+ * advances by step[k]. A step's result reaches later steps as if stored in
+ * its output type and loaded back: where that round trip changes nothing
+ * (float32 results of float operations, int32 and int64 results of integer
+ * ones) the block of the computing class is read as it is; otherwise it is
+ * stored in the output type into `reg`, and loaded from there like a tensor.
+ * Returns t + 1 on an integer division by zero in step t. */
 static int run_block(const ladle__math_prog *p, const void *const *in, const int64_t *base, const int64_t *step,
                      void *out, int64_t o, int64_t n) {
-  int64_t reg[LADLE_MATH_MAX_STEPS - 1][BLOCK]; /* room for BLOCK elements of any type */
+  union {
+    float f[BLOCK];
+    int64_t i[BLOCK];
+  } reg[LADLE_MATH_MAX_STEPS - 1];
+  int reg_dtype[LADLE_MATH_MAX_STEPS]; /* how reg[t] holds step t's result: FLOAT32 in .f, INT64 in .i, else bytes */
   for (int t = 0; t < p->num_steps; t++) {
     const ladle__math_expr *e = &p->step[t].e;
-    const int last = t == p->num_steps - 1;
-    void *dst = last ? out : (void *)reg[t];
-    const int64_t at = last ? o : 0;
-    const void *src[LADLE_MATH_MAX_OPERANDS];
-    int64_t from[LADLE_MATH_MAX_OPERANDS], by[LADLE_MATH_MAX_OPERANDS];
+    const int last = t == p->num_steps - 1, f32 = e->cls == LADLE_MATH_F32;
+    const int raw = !last && (f32 ? e->out_dtype == LADLE_FLOAT32
+                                  : e->out_dtype == (e->cls == LADLE_MATH_I64 ? LADLE_INT64 : LADLE_INT32));
+    float vf[LADLE_MATH_MAX_OPERANDS][BLOCK], rf[BLOCK];
+    int64_t vi[LADLE_MATH_MAX_OPERANDS][BLOCK], ri[BLOCK];
+    const float *af[LADLE_MATH_MAX_OPERANDS];
+    const int64_t *ai[LADLE_MATH_MAX_OPERANDS];
     for (int k = 0; k < e->arity; k++) {
       const int ref = p->step[t].ref[k];
+      const void *src;
+      int64_t from = 0, by = 0;
+      int dtype = e->in_dtype[k];
+      af[k] = vf[k];
+      ai[k] = vi[k];
       if (e->is_constant[k]) {
-        src[k] = &e->constant[k], from[k] = 0, by[k] = 0;
+        src = &e->constant[k];
       } else if (ref >= 0) {
-        src[k] = in[ref], from[k] = base[ref], by[k] = step[ref];
+        src = in[ref], from = base[ref], by = step[ref];
       } else {
-        src[k] = reg[-1 - ref], from[k] = 0, by[k] = 1;
+        const int j = -1 - ref;
+        if (f32 && reg_dtype[j] == LADLE_FLOAT32) {
+          af[k] = reg[j].f;
+          continue;
+        }
+        if (!f32 && reg_dtype[j] == LADLE_INT64) {
+          ai[k] = reg[j].i;
+          continue;
+        }
+        src = &reg[j], by = 1, dtype = reg_dtype[j];
       }
+      if (f32)
+        load_f32(vf[k], src, dtype, from, by, n);
+      else
+        load_int(vi[k], src, dtype, from, by, n);
     }
     /* Operands past the arity are not used: they alias operand 0. */
     const int b = e->arity > 1, c = e->arity > 2 ? 2 : 0;
-    if (e->cls == LADLE_MATH_F32) {
-      float v[LADLE_MATH_MAX_OPERANDS][BLOCK], r[BLOCK];
-      for (int k = 0; k < e->arity; k++) load_f32(v[k], src[k], e->in_dtype[k], from[k], by[k], n);
-      apply_f32(e->op, r, v[0], v[b], v[c], n);
-      store_f32(dst, e->out_dtype, at, r, n);
+    if (f32) {
+      float *r = raw ? reg[t].f : rf;
+      apply_f32(e->op, r, af[0], af[b], af[c], n);
+      if (raw)
+        reg_dtype[t] = LADLE_FLOAT32;
+      else if (last)
+        store_f32(out, e->out_dtype, o, r, n);
+      else
+        store_f32(&reg[t], reg_dtype[t] = e->out_dtype, 0, r, n);
       continue;
     }
-    int64_t v[LADLE_MATH_MAX_OPERANDS][BLOCK], r[BLOCK];
-    for (int k = 0; k < e->arity; k++) load_int(v[k], src[k], e->in_dtype[k], from[k], by[k], n);
     if (e->op == LADLE_MATH_DIV || e->op == LADLE_MATH_MOD) {
       int zero = 0;
-      for (int64_t j = 0; j < n; j++) zero |= v[1][j] == 0;
+      for (int64_t j = 0; j < n; j++) zero |= ai[1][j] == 0;
       if (zero) return t + 1;
     }
-    (e->cls == LADLE_MATH_I64 ? apply_i64 : apply_i32)(e->op, r, v[0], v[b], v[c], n);
-    store_int(dst, e->out_dtype, at, r, n);
+    int64_t *r = raw ? reg[t].i : ri;
+    (e->cls == LADLE_MATH_I64 ? apply_i64 : apply_i32)(e->op, r, ai[0], ai[b], ai[c], n);
+    if (raw)
+      reg_dtype[t] = LADLE_INT64;
+    else if (last)
+      store_int(out, e->out_dtype, o, r, n);
+    else
+      store_int(&reg[t], reg_dtype[t] = e->out_dtype, 0, r, n);
   }
   return 0;
 }
