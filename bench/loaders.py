@@ -98,7 +98,7 @@ def imagenet_graph(fn, types, jpegs, pipeline, device, hw):
 
 class LadleLoader(Loader):
     def __init__(self, ladle, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False,
-                 prefetch=2, hw_decoder_load=None):
+                 prefetch=2, hw_decoder_load=None, shard=(0, 1), device_id=0):
         from ladle import fn, types
 
         if device == "mixed":
@@ -116,10 +116,11 @@ class LadleLoader(Loader):
         gpu = device == "mixed"
         hw = {} if hw_decoder_load is None else {"hw_decoder_load": hw_decoder_load}
 
-        pipe = ladle.Pipeline(batch_size=batch_size, num_threads=threads, device_id=0 if (gpu or to_gpu) else -1,
-                              seed=seed, prefetch_queue_depth=prefetch)
+        pipe = ladle.Pipeline(batch_size=batch_size, num_threads=threads,
+                              device_id=device_id if (gpu or to_gpu) else -1, seed=seed, prefetch_queue_depth=prefetch)
         with pipe:
-            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader")
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader",
+                                            shard_id=shard[0], num_shards=shard[1])
             images = imagenet_graph(fn, types, jpegs, pipeline, device, hw)
             if in_graph_copy:
                 images = images.gpu()
@@ -171,7 +172,7 @@ class DaliLoader(Loader):
     The iterator has no epoch size (size=-1), so it streams like ladle's reader."""
 
     def __init__(self, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False, prefetch=2,
-                 hw_decoder_load=None):
+                 hw_decoder_load=None, shard=(0, 1), device_id=0):
         dali, dali_torch = import_dali()
         from nvidia.dali import fn, types
         if torch is None:
@@ -185,10 +186,11 @@ class DaliLoader(Loader):
         self.notes = [f"NVIDIA DALI {dali.__version__}, DALIGenericIterator"
                       + (f", hw_decoder_load {hw_decoder_load}" if hw else
                          ", DALI's default hw_decoder_load" if device == "mixed" else "")]
-        pipe = dali.Pipeline(batch_size=batch_size, num_threads=threads, device_id=0 if cuda else None,
+        pipe = dali.Pipeline(batch_size=batch_size, num_threads=threads, device_id=device_id if cuda else None,
                              seed=seed, prefetch_queue_depth=prefetch)
         with pipe:
-            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader")
+            jpegs, labels = fn.readers.file(file_root=root, random_shuffle=(pipeline == "train"), name="Reader",
+                                            shard_id=shard[0], num_shards=shard[1])
             images = imagenet_graph(fn, types, jpegs, pipeline, device, hw)
             if device == "cpu" and self.to_gpu:
                 images, labels = images.gpu(), labels.gpu()
@@ -389,19 +391,21 @@ class TorchvisionGpuLoader:
 # --- one entry point -------------------------------------------------------------------------
 
 def make_loader(name, *, ladle, torch, torchvision, root, batch_size, threads, seed=0, to_gpu=False,
-                prefetch=2, tv_version="auto"):
+                prefetch=2, tv_version="auto", shard=(0, 1), device_id=0):
     """Builds loader `name` (a key of LOADERS, maybe with "@hw=X"). Raises
-    Unavailable with the reason when it cannot run here."""
+    Unavailable with the reason when it cannot run here. shard: (shard_id,
+    num_shards) of the reader, device_id: the GPU (ladle and DALI only)."""
     base, hw = parse_name(name)
     library, pipeline, device = LOADERS[base]
     if library == "ladle":
         if ladle is None:
             raise Unavailable("ladle does not import")
         return LadleLoader(ladle, torch, root, pipeline, device, batch_size, threads, seed=seed,
-                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch, hw_decoder_load=hw)
+                           to_gpu=to_gpu or device == "mixed", prefetch=prefetch, hw_decoder_load=hw, shard=shard,
+                           device_id=device_id)
     if library == "dali":
         return DaliLoader(torch, root, pipeline, device, batch_size, threads, seed=seed, to_gpu=to_gpu,
-                          prefetch=prefetch, hw_decoder_load=hw)
+                          prefetch=prefetch, hw_decoder_load=hw, shard=shard, device_id=device_id)
     if device == "gpu":
         return TorchvisionGpuLoader(torch, torchvision, root, batch_size, seed=seed)
     return TorchvisionLoader(torch, torchvision, root, pipeline, batch_size, threads, seed=seed, to_gpu=to_gpu,

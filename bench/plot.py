@@ -151,6 +151,34 @@ def scaling_panel(ax, r, axis):
     ax.set_title(f"ladle scaling with {'threads' if axis == 'threads' else 'batch size'}", fontsize=10)
 
 
+def ops_chart(plt, r, out):
+    """bench/op_bench.py's result: Gpix/s per operator, ladle beside DALI (log scale)."""
+    rows = [x for x in r.get("ops") or [] if (x.get("ladle") or {}).get("gpix_per_s")]
+    if not rows:
+        print("plot.py: no operator figures in the file", file=sys.stderr)
+        return 1
+    fig, ax = plt.subplots(figsize=(10, 0.28 * len(rows) + 1.8))
+    y = list(range(len(rows)))[::-1]
+    lad = [x["ladle"]["gpix_per_s"] for x in rows]
+    dal = [(x.get("dali") or {}).get("gpix_per_s") or 0 for x in rows]
+    ax.barh([v + 0.2 for v in y], lad, height=0.4, color=LADLE, label="ladle", edgecolor="black", linewidth=0.3)
+    if any(dal):
+        ax.barh([v - 0.2 for v in y], dal, height=0.4, color=DALI, label=f"DALI {r['software'].get('dali')}",
+                edgecolor="black", linewidth=0.3)
+    ax.set_yticks(y)
+    ax.set_yticklabels([x["id"] + (f"  ({x['ratio']:.2f}x)" if x.get("ratio") else "") for x in rows], fontsize=7)
+    ax.set_xscale("log")
+    s = r.get("settings") or {}
+    ax.set_xlabel(f"Gpix/s of input pixels (median of {s.get('passes')} passes; ladle/DALI in brackets)")
+    ax.set_title(_title(r).split("\n")[0] + f"\nper-operator throughput, {str(s.get('device')).upper()}, batch "
+                 f"{s.get('batch')}, {(r.get('data') or {}).get('mean_pixels', 0) / 1000:.0f} kpx images", fontsize=9)
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    fig.savefig(out, dpi=110)
+    print(f"chart: {out}")
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("json")
@@ -166,6 +194,8 @@ def main(argv=None):
         return 2
     with open(a.json) as f:
         r = json.load(f)
+    if r.get("kind") == "op-bench":
+        return ops_chart(plt, r, a.out or os.path.splitext(a.json)[0] + ".png")
     t = r.get("training") or {}
     has_train = bool(training_figures(t)[0])
     has_scaling = any(_ok(v) for axes in (r.get("scaling") or {}).values() for pts in axes.values()

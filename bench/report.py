@@ -165,6 +165,10 @@ def print_training(t):
 def print_report(r, short=False):
     if not short:
         header(r)
+    if r.get("kind") == "op-bench":  # bench/op_bench.py's per-operator table
+        import op_bench
+        op_bench.print_result(r)
+        return
     print_pipeline(r)
     if r.get("training"):
         print_training(r["training"])

@@ -58,9 +58,10 @@ def parse_args(argv=None):
     p.add_argument("--amp", action="store_true", help="mixed precision (float16 on GPU, bfloat16 on CPU)")
     p.add_argument("--deterministic", action="store_true")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--data-backend", default="ladle", choices=["ladle", "ladle-cpu", "pytorch"],
-                   help="ladle: decode and augment on the GPU; ladle-cpu: on the CPU; pytorch: torchvision "
-                        "ImageFolder + DataLoader (default ladle)")
+    p.add_argument("--data-backend", default="ladle", choices=["ladle", "ladle-cpu", "dali", "dali-cpu", "pytorch"],
+                   help="ladle: decode and augment on the GPU; ladle-cpu: on the CPU; dali, dali-cpu: the same "
+                        "pipeline in NVIDIA DALI (if installed); pytorch: torchvision ImageFolder + DataLoader "
+                        "(default ladle)")
     p.add_argument("--iters-per-epoch", type=int, default=0, metavar="N",
                    help="stop each epoch after N iterations (benchmarks; the data stream goes on where it stopped)")
     p.add_argument("--synthetic", action="store_true", help="random tensors already on the device: no data loading")
@@ -166,9 +167,33 @@ class LadleLoader:
         self.done = state["done"]
 
 
-def ladle_loaders(args, dev, on_gpu):
-    from ladle import fn, pipeline_def, types
-    from ladle.torch import LastBatchPolicy
+class DaliLoader(LadleLoader):
+    """NVIDIA DALI's DALIClassificationIterator over the same pipeline (the
+    comparison the benchmarks make). Its position is not saved: a resumed
+    run restarts DALI's data stream at the beginning of an epoch."""
+
+    def __init__(self, pipe, policy, dev):
+        from nvidia.dali.plugin.pytorch import DALIClassificationIterator
+
+        self.it = DALIClassificationIterator(pipe, reader_name="Reader", auto_reset=True, last_batch_policy=policy)
+        self.dev = dev
+        self.done = 0
+
+    def state_dict(self):
+        return None
+
+
+def ladle_loaders(args, dev, on_gpu, library="ladle"):
+    """The training and validation loaders of ladle, or of NVIDIA DALI
+    (library "dali"): the same pipeline code after an import change."""
+    if library == "dali":
+        from nvidia.dali import fn, pipeline_def, types
+        from nvidia.dali.plugin.pytorch import LastBatchPolicy
+        loader_class = DaliLoader
+    else:
+        from ladle import fn, pipeline_def, types
+        from ladle.torch import LastBatchPolicy
+        loader_class = LadleLoader
 
     decoder = "mixed" if on_gpu else "cpu"
     dtype = types.FLOAT16 if (on_gpu and args.amp) else types.FLOAT
@@ -176,7 +201,7 @@ def ladle_loaders(args, dev, on_gpu):
     # that the shards split (so they stay disjoint); augmentations differ per sample.
     common = dict(num_threads=args.workers, device_id=dev.local_rank if on_gpu else None, seed=args.seed,
                   prefetch_queue_depth=2)
-    if args.skip_bad is not None:
+    if args.skip_bad is not None:  # ladle only (main refuses it for DALI)
         common.update(on_error="skip", max_skipped_samples=args.skip_bad if args.skip_bad < 1 else int(args.skip_bad))
 
     @pipeline_def
@@ -205,10 +230,10 @@ def ladle_loaders(args, dev, on_gpu):
     if not args.evaluate:
         pipe = train_pipe(os.path.join(args.data, "train"), batch_size=args.batch_size, **common)
         # DROP: every rank runs the same number of full batches.
-        train = LadleLoader(pipe, LastBatchPolicy.DROP, dev)
+        train = loader_class(pipe, LastBatchPolicy.DROP, dev)
     pipe = val_pipe(os.path.join(args.data, "val"), batch_size=args.batch_size, **common)
     # PARTIAL with pad_last_batch: each validation image is counted exactly once.
-    val = LadleLoader(pipe, LastBatchPolicy.PARTIAL, dev)
+    val = loader_class(pipe, LastBatchPolicy.PARTIAL, dev)
     return train, val
 
 
@@ -494,7 +519,13 @@ def main(argv=None):
     elif backend == "pytorch":
         train_loader, val_loader = torch_loaders(args, dev)
     else:
-        train_loader, val_loader = ladle_loaders(args, dev, on_gpu=backend == "ladle")
+        library = backend.split("-")[0]
+        if library == "dali" and args.skip_bad is not None:
+            raise SystemExit("--skip-bad is ladle's (DALI has no skip policy)")
+        on_gpu = backend in ("ladle", "dali")
+        if library == "dali" and on_gpu and dev.device.type != "cuda":
+            raise SystemExit("--data-backend dali decodes on the GPU: there is none here (use dali-cpu)")
+        train_loader, val_loader = ladle_loaders(args, dev, on_gpu=on_gpu, library=library)
 
     model = make_model(args.arch, num_classes).to(dev.device)
     if args.channels_last:

@@ -200,6 +200,28 @@ LADLE_API ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int 
                                         void (*release)(void *release_ctx), void *release_ctx, ladle_batch **out);
 
 /**
+ * As ladle_batch_wrap, with a shape per sample: `shapes` holds num_samples *
+ * ndim values and the samples lie back to back at `data` (a ragged batch when
+ * the shapes differ; ladle_batch_is_dense tells).
+ */
+LADLE_API ladle_status ladle_batch_wrap_samples(ladle_dtype dtype, int num_samples, int ndim, const int64_t *shapes,
+                                                const char *layout, ladle_device device, int device_id, void *data,
+                                                void (*release)(void *release_ctx), void *release_ctx,
+                                                ladle_batch **out);
+
+/**
+ * Orders the readers of a CUDA batch made by ladle_batch_wrap(_samples) after
+ * the work queued so far on `stream` (the producer's stream, on the batch's
+ * device; stream values as in ladle_batch_wait): a pipeline fed the batch and
+ * ladle_batch_wait wait for that point on the GPU, without blocking the host.
+ * Call it once, after the producer queued its writes and before the batch is
+ * fed. A CPU batch needs nothing (LADLE_OK). Fails with
+ * LADLE_ERROR_INVALID_ARGUMENT for a batch ladle made (it orders its own), and
+ * LADLE_ERROR_CUDA if the event cannot be recorded. Not thread-safe for one batch.
+ */
+LADLE_API ladle_status ladle_batch_record_ready(ladle_batch *batch, void *stream);
+
+/**
  * Creates a CPU batch of `num_samples` samples with the given shapes
  * (num_samples * ndim values) and copies `data` (the samples back to back)
  * into it. `layout` may be NULL. The new batch has one reference, owned by

@@ -327,6 +327,32 @@ def _dlpack_stream(tensor, cuda_stream):
     return cuda_stream
 
 
+def cuda_batch(tensors, layout=None):
+    """One GPU _Batch of the CUDA torch tensors `tensors` (one device, dtype
+    and rank; shapes may differ), without a trip through host memory: the
+    samples are packed back to back into one buffer by torch on the GPU (a
+    device copy, which also makes permuted views contiguous) and wrapped by
+    DLPack. Whoever reads the batch (a pipeline it is fed to, a DLPack
+    consumer) waits on the GPU for torch's current stream of that device at
+    this call, so torch's pending writes come first."""
+    import torch
+
+    device = tensors[0].device
+    if any(t.device != device for t in tensors):
+        raise _ladle.InvalidArgumentError(f"the tensors are on different devices: {sorted({str(t.device) for t in tensors})}")
+    stream = torch.cuda.current_stream(device).cuda_stream
+    shapes = [tuple(t.shape) for t in tensors]
+    if all(shape == shapes[0] for shape in shapes):
+        packed = torch.stack([t.detach() for t in tensors]).contiguous()
+        return _ladle.batch_from_dlpack(packed, layout=layout, ready_stream=stream)
+    flat = torch.empty(sum(t.numel() for t in tensors), dtype=tensors[0].dtype, device=device)
+    start = 0
+    for t in tensors:
+        flat[start:start + t.numel()].view(t.shape).copy_(t.detach())
+        start += t.numel()
+    return _ladle.batch_from_dlpack(flat, layout=layout, shapes=shapes, ready_stream=stream)
+
+
 class DataNode(_Arithmetic):
     """An output of an operator in a pipeline graph.
 

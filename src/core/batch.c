@@ -75,7 +75,7 @@ static ladle_status new_header(ladle__pool *meta_pool, ladle_dtype dtype, int nu
   memset(b, 0, sizeof *b);
   b->shapes = (int64_t *)(b + 1);
   b->offsets = (size_t *)((uint8_t *)b->shapes + shape_bytes);
-  if (!one_shape) memcpy(b->shapes, shapes, shape_bytes);
+  if (!one_shape && shape_bytes) memcpy(b->shapes, shapes, shape_bytes);
   for (int i = 0; one_shape && ndim && i < num_samples; i++)
     memcpy(b->shapes + (size_t)i * ndim, shapes, sizeof(int64_t) * (size_t)ndim);
   b->dtype = dtype;
@@ -249,24 +249,56 @@ ladle_status ladle_batch_create_cpu(ladle_dtype dtype, int num_samples, int ndim
   return LADLE_OK;
 }
 
-ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int ndim, const int64_t *sample_shape,
-                              const char *layout, ladle_device device, int device_id, void *data,
-                              void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
+/* ladle_batch_wrap(_samples): one shape for all samples when one_shape. */
+static ladle_status wrap(ladle_dtype dtype, int num_samples, int ndim, const int64_t *shapes, int one_shape,
+                         const char *layout, ladle_device device, int device_id, void *data,
+                         void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
   ladle_status st = LADLE_OK;
   ladle_batch *b = NULL;
   pthread_once(&external_pool_once, make_external_pool);
   LADLE_CHECK(external_pool, LADLE_ERROR_OUT_OF_MEMORY, "cannot create the host pool");
-  LADLE_CHECK(out && (data || num_samples == 0) && (sample_shape || ndim == 0), LADLE_ERROR_INVALID_ARGUMENT,
-              "NULL argument");
+  LADLE_CHECK(out && (data || num_samples == 0) && (shapes || ndim == 0 || num_samples == 0),
+              LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   LADLE_CHECK(device == LADLE_DEVICE_CPU || device == LADLE_DEVICE_CUDA, LADLE_ERROR_INVALID_ARGUMENT,
               "wrapped memory must be host (CPU) or CUDA device memory, got device kind %d", (int)device);
-  LADLE_TRY(new_header(external_pool, dtype, num_samples, ndim, sample_shape, 1, layout, &b));
+  LADLE_TRY(new_header(external_pool, dtype, num_samples, ndim, shapes, one_shape, layout, &b));
   b->data = data;
   b->device = device;
   b->device_id = device == LADLE_DEVICE_CUDA ? device_id : 0;
   b->release = release;
   b->release_ctx = release_ctx;
   *out = b;
+done:
+  return st;
+}
+
+ladle_status ladle_batch_wrap(ladle_dtype dtype, int num_samples, int ndim, const int64_t *sample_shape,
+                              const char *layout, ladle_device device, int device_id, void *data,
+                              void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
+  return wrap(dtype, num_samples, ndim, sample_shape, 1, layout, device, device_id, data, release, release_ctx, out);
+}
+
+ladle_status ladle_batch_wrap_samples(ladle_dtype dtype, int num_samples, int ndim, const int64_t *shapes,
+                                      const char *layout, ladle_device device, int device_id, void *data,
+                                      void (*release)(void *ctx), void *release_ctx, ladle_batch **out) {
+  return wrap(dtype, num_samples, ndim, shapes, 0, layout, device, device_id, data, release, release_ctx, out);
+}
+
+ladle_status ladle_batch_record_ready(ladle_batch *b, void *stream) {
+  ladle_status st = LADLE_OK;
+  LADLE_CHECK(b, LADLE_ERROR_INVALID_ARGUMENT, "NULL batch");
+  LADLE_CHECK(!b->data_pool && !b->parent, LADLE_ERROR_INVALID_ARGUMENT,
+              "only a batch over the caller's memory (ladle_batch_wrap) takes a ready point; ladle orders its own");
+  if (b->device != LADLE_DEVICE_CUDA) return LADLE_OK;
+#ifdef LADLE_HAVE_CUDA
+  int prev = -1;
+  if (!b->ready_event) LADLE_TRY(ladle__cuda_event_create(b->device_id, &b->ready_event));
+  LADLE_TRY(ladle__cuda_use_device(b->device_id, &prev)); /* the legacy stream handles name this device's */
+  st = ladle__cuda_event_record(b->ready_event, stream);
+  ladle__cuda_restore_device(prev);
+#else
+  st = LADLE_FAIL(LADLE_ERROR_NOT_AVAILABLE, "a CUDA batch in a build without CUDA");
+#endif
 done:
   return st;
 }

@@ -118,6 +118,12 @@ typedef struct ladle__op_def {
    * (producer->in_batches, set by the time this node runs) itself. */
   int (*merge_producer)(ladle__node *node, int input, const ladle__node *producer);
 
+  /* Operators that read only one of their inputs per sample (the join of an
+   * `if`): the index of the input sample `s` reads, from the node's
+   * per-sample arguments. The executor then computes only the samples
+   * that are read (pipeline/demand.h). */
+  int (*selects_input)(const ladle__node *node, const ladle__sample *s);
+
   /* Planning hints (pipeline/plan.c). fixed_output_size: 1 and the size when
    * output 0 has the same width x height for every sample whatever the
    * input's resolution (resize to a fixed size). allow_smaller_output: this

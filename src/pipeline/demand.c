@@ -8,17 +8,17 @@
 
 #include "pipeline/demand.h"
 
-extern const ladle__op_def ladle__op_conditional_merge;
-
 struct ladle__demand {
   unsigned char *need;  /* num_nodes * batch_size */
   unsigned char *force; /* num_nodes: computes every sample */
-  int *merge_pred;      /* num_nodes: the node producing a merge's predicate, or -1 */
+  int *merge_pred;      /* num_nodes: the last node producing a merge's arguments (its predicate), or -1 */
   unsigned char *is_pred; /* num_nodes: produces some merge's predicate */
   int batch, from;      /* this iteration's batch size; where the last sweep started (-1: none yet) */
 };
 
-static int is_merge(const ladle__node *n) { return n->def == &ladle__op_conditional_merge; }
+/* A merge: reads one input per sample, chosen by per-sample arguments
+ * (ops/op.h, selects_input). */
+static int is_merge(const ladle__node *n) { return n->def->selects_input && n->num_sources > 0; }
 
 ladle_status ladle__demand_init(ladle_pipeline *p) {
   ladle_status st = LADLE_OK;
@@ -50,7 +50,9 @@ ladle_status ladle__demand_init(ladle_pipeline *p) {
     d->force[i] |= !consumed[i] || c->all_samples || c->device != LADLE_ON_CPU || c->def->views_input || c->fused_into || c->fused_from ||
                    (flags & (LADLE_OP_READER | LADLE_OP_EXTERNAL | LADLE_OP_STATEFUL | LADLE_OP_CALLBACK));
     d->merge_pred[i] = -1;
-    if (is_merge(c) && c->args[0].source >= 0) d->merge_pred[i] = p->values[c->sources[c->args[0].source]].node;
+    if (is_merge(c))
+      for (int k = 0; k < c->num_sources; k++)
+        if (p->values[c->sources[k]].node > d->merge_pred[i]) d->merge_pred[i] = p->values[c->sources[k]].node;
   }
   for (int i = 0; i < n; i++)
     if (d->merge_pred[i] >= 0) d->is_pred[d->merge_pred[i]] = 1;
@@ -76,13 +78,11 @@ void ladle__demand_begin(ladle_pipeline *p, int batch) {
   p->demand->from = -1;
 }
 
-/* Whether merge c (a computed predicate) reads input value v for slot s. */
+/* Whether merge c (its arguments computed) reads input value v for slot s. */
 static int merge_reads(ladle_pipeline *p, ladle__node *c, int v, int s) {
-  int src = c->args[0].source;
-  c->source_batches[src] = p->value_batches[c->sources[src]];
+  for (int k = 0; k < c->num_sources; k++) c->source_batches[k] = p->value_batches[c->sources[k]];
   ladle__sample smp = {.slot = s};
-  int take_first = ladle__arg_int(c, &smp, 0) != 0;
-  return (c->inputs[0] == v && take_first) || (c->inputs[1] == v && !take_first);
+  return c->inputs[c->def->selects_input(c, &smp)] == v;
 }
 
 static void sweep(ladle_pipeline *p, int from) {

@@ -1,6 +1,7 @@
 /* Per-sample demand: which samples of which operators an iteration needs.
- * A _conditional.merge (the join of an `if` on a DataNode, or ladle.auto_aug's
- * select) reads, for each sample, only the input its predicate picks; once
+ * A merge (an operator with selects_input, ops/op.h: _conditional.merge, the
+ * join of an `if` on a DataNode or ladle.auto_aug's select) reads, for each
+ * sample, only the input its predicate picks; once
  * the predicate has been computed, the samples of the other branch that
  * nothing else reads need not be computed. The executor asks before each
  * operator which of its samples to compute; skipped samples get empty

@@ -237,6 +237,34 @@ static void test_wrapped_batch(void) {
         LADLE_ERROR_INVALID_ARGUMENT);
 }
 
+/* A ragged batch over the caller's memory: each sample its own shape, back to
+ * back; a ready point is for wrapped CUDA memory only (a CPU batch needs none,
+ * a batch ladle made orders its own). */
+static void test_wrapped_ragged_batch(void) {
+  static uint8_t data[2 * 3 * 1 + 4 * 1 * 1];
+  int released = 0;
+  int64_t shapes[6] = {2, 3, 1, 4, 1, 1};
+  ladle_batch *b = NULL;
+  CHECK_OK(ladle_batch_wrap_samples(LADLE_UINT8, 2, 3, shapes, "HWC", LADLE_DEVICE_CPU, 0, data, count_release,
+                                    &released, &b));
+  CHECK(ladle_batch_num_samples(b) == 2 && !ladle_batch_is_dense(b));
+  CHECK(ladle_batch_data(b, 0) == (void *)data && ladle_batch_data(b, 1) == (void *)(data + 6));
+  CHECK(ladle_batch_shape(b, 1)[0] == 4 && ladle_batch_shape(b, 1)[1] == 1 && ladle_batch_shape(b, 0)[1] == 3);
+  CHECK_OK(ladle_batch_record_ready(b, NULL));
+  ladle_batch_release(b);
+  CHECK(released == 1);
+  int64_t same[6] = {2, 3, 1, 2, 3, 1};
+  CHECK_OK(ladle_batch_wrap_samples(LADLE_UINT8, 2, 3, same, NULL, LADLE_DEVICE_CPU, 0, data, NULL, NULL, &b));
+  CHECK(ladle_batch_is_dense(b));
+  ladle_batch_release(b);
+  CHECK_OK(ladle_batch_create_cpu(LADLE_UINT8, 2, 3, same, NULL, data, &b));
+  CHECK(ladle_batch_record_ready(b, NULL) == LADLE_ERROR_INVALID_ARGUMENT);
+  ladle_batch_release(b);
+  int64_t negative[3] = {1, -1, 1};
+  CHECK(ladle_batch_wrap_samples(LADLE_UINT8, 1, 3, negative, NULL, LADLE_DEVICE_CPU, 0, data, NULL, NULL, &b) ==
+        LADLE_ERROR_INVALID_ARGUMENT);
+}
+
 static void test_batches(void) {
   int64_t shapes[6] = {2, 3, 3, 2, 3, 3};
   uint8_t data[36];
@@ -274,5 +302,6 @@ int main(void) {
 #endif
   RUN(test_batches);
   RUN(test_wrapped_batch);
+  RUN(test_wrapped_ragged_batch);
   TEST_MAIN_END();
 }

@@ -33,6 +33,15 @@ def sample_jpegs():
     return out
 
 
+def photo_chw(h, w, seed):
+    """A uint8 [3, H, W] NumPy image like a photo: gradients plus noise (the
+    torchvision tests' images)."""
+    rng = np.random.default_rng(seed)
+    y, x = np.mgrid[0:h, 0:w]
+    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], 0)
+    return np.clip(base + rng.normal(0, 30, (3, h, w)), 0, 255).astype(np.uint8)
+
+
 def requires_ops(*names):
     """Skips a test until the C library registers every operator in `names`."""
     missing = [n for n in names if n not in op_schemas()]

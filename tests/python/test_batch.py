@@ -236,3 +236,23 @@ def test_scalar_samples():
     assert tl.shape() == [(), (), (), ()]
     assert tl.at(2) == 2
     np.testing.assert_array_equal(tl.as_array(), np.arange(4))
+
+
+def test_ragged_wrap_of_a_flat_array_without_copy():
+    """batch_from_dlpack(shapes=...): the samples back to back in one tensor
+    (how ladle.torchvision feeds ragged lists of CUDA tensors), no copy."""
+    flat = np.arange(10, dtype=np.uint8)
+    tl = TensorList(_ladle.batch_from_dlpack(flat, layout="HWC", shapes=[(2, 3, 1), (4, 1, 1)], ready_stream=0))
+    assert not tl.is_dense_tensor() and tl.shape() == [(2, 3, 1), (4, 1, 1)] and tl.layout() == "HWC"
+    np.testing.assert_array_equal(tl.at(0), flat[:6].reshape(2, 3, 1))
+    np.testing.assert_array_equal(tl.at(1), flat[6:].reshape(4, 1, 1))
+    assert tl.sample(0).data_ptr() == flat.ctypes.data and tl.sample(1).data_ptr() == flat.ctypes.data + 6
+    dense = TensorList(_ladle.batch_from_dlpack(torch.arange(12), shapes=[(2, 3), (2, 3)]))
+    assert dense.is_dense_tensor() and torch.equal(torch.from_dlpack(dense), torch.arange(12).view(2, 2, 3))
+    with pytest.raises(ladle.InvalidArgumentError, match="shapes hold 9 elements, the tensor 10"):
+        _ladle.batch_from_dlpack(flat, shapes=[(2, 3, 1), (3, 1, 1)])
+    with pytest.raises(ladle.InvalidArgumentError, match="batch_from_dlpack: all samples need the same number"):
+        _ladle.batch_from_dlpack(flat, shapes=[(6,), (4, 1)])
+    with pytest.raises(ladle.InvalidArgumentError, match="negative extent"):
+        _ladle.batch_from_dlpack(flat, shapes=[(-1,)])
+    assert len(TensorList(_ladle.batch_from_dlpack(np.zeros(0, np.uint8), shapes=[]))) == 0

@@ -22,6 +22,7 @@ except ImportError:  # torchvision 0.14: v1 has the same semantics for these tra
 from PIL import Image
 
 import ladle.torchvision as T
+from conftest import photo_chw
 import ladle.torchvision.v2.functional as F
 from ladle.torchvision._transforms import center_offset, resized_shape
 
@@ -32,12 +33,8 @@ SHAPES = [(37, 53), (64, 48), (100, 75), (31, 31), (80, 121)]
 
 
 def random_image(h, w, seed):
-    """A uint8 [3, H, W] tensor: smooth gradients plus noise, like a photo."""
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], 0)
-    img = np.clip(base + rng.normal(0, 30, (3, h, w)), 0, 255).astype(np.uint8)
-    return torch.from_numpy(img)
+    """A uint8 [3, H, W] tensor like a photo (conftest.photo_chw)."""
+    return torch.from_numpy(photo_chw(h, w, seed))
 
 
 @pytest.fixture(scope="module")
@@ -279,6 +276,20 @@ def test_functional_against_torchvision(images):
     np.testing.assert_array_equal(np.asarray(F.resize(pil, 20)), F.resize(img, 20).permute(1, 2, 0).numpy())
     with pytest.raises(ladle.InvalidArgumentError, match="float"):
         F.normalize(img, MEAN, STD)
+
+
+def test_v2_exports_the_same_transforms():
+    import ladle.torchvision.v2 as v2
+
+    assert set(T.__all__) - {"v2"} == set(v2.__all__) - {"functional"} and "Compose" in v2.__all__
+    assert all(getattr(T, name) is getattr(v2, name) for name in v2.__all__ if name != "functional")
+
+
+def test_device_argument_checked():
+    with pytest.raises(ladle.InvalidArgumentError, match="Compose: device"):
+        T.Compose([T.Resize(20)], device="tpu")
+    with pytest.raises(ladle.InvalidArgumentError, match="resize: device"):
+        F.resize(torch.zeros(3, 8, 8, dtype=torch.uint8), 4, device="tpu")
 
 
 # --- GPU ------------------------------------------------------------------------------

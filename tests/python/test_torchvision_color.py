@@ -34,7 +34,7 @@ from PIL import Image  # noqa: E402
 
 import ladle.torchvision as T  # noqa: E402
 import ladle.torchvision.v2.functional as F  # noqa: E402
-from conftest import requires_ops  # noqa: E402
+from conftest import photo_chw, requires_ops  # noqa: E402
 
 pytestmark = requires_ops("brightness_contrast", "hsv", "saturation", "color_space_conversion")
 
@@ -42,10 +42,8 @@ SHAPES = [(37, 53), (64, 48), (31, 31), (50, 70)]
 
 
 def random_image(h, w, seed):
-    rng = np.random.default_rng(seed)
-    y, x = np.mgrid[0:h, 0:w]
-    base = np.stack([x * 255 / w, y * 255 / h, (x + y) * 127 / (h + w)], 0)
-    return torch.from_numpy(np.clip(base + rng.normal(0, 30, (3, h, w)), 0, 255).astype(np.uint8))
+    """A uint8 [3, H, W] tensor like a photo (conftest.photo_chw)."""
+    return torch.from_numpy(photo_chw(h, w, seed))
 
 
 @pytest.fixture(scope="module")
@@ -187,6 +185,18 @@ def test_colour_needs_uint8(images):
         F.adjust_contrast(images[0], -1)
     with pytest.raises(ladle.StateError):
         T.ColorJitter(brightness=0.5)(images[0])
+
+
+def test_gray_mean_same_from_numpy_and_torch(images):
+    """The contrast centre from a host image and from a torch tensor (the
+    CUDA inputs' path, run here on the CPU) is one number: an exact mean."""
+    from ladle.torchvision._color import gray_mean
+
+    for img in images:
+        hwc = img.permute(1, 2, 0)
+        a = np.ascontiguousarray(hwc.numpy())
+        assert gray_mean(a) == gray_mean(hwc)
+        assert gray_mean(a[:, :, :1]) == gray_mean(hwc[:, :, :1]) == a[:, :, 0].astype(np.float64).mean()
 
 
 @pytest.mark.gpu

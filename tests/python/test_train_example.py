@@ -132,3 +132,19 @@ def test_default_workers_leave_cores_to_training(monkeypatch):
     assert train.default_workers() == 2
     assert train.parse_args(["--synthetic"]).workers == 2
     assert train.parse_args(["--synthetic", "-j", "5"]).workers == 5
+
+
+@pytest.mark.slow
+def test_dali_backend(shapes):
+    """The same pipeline code with NVIDIA DALI's modules (the import change ladle promises, run backwards)."""
+    from conftest import dali_or_skip
+    import torch
+
+    dali_or_skip()
+    if int(torch.__version__.split(".")[0]) < 2:
+        pytest.skip(f"DALI 2.4's PyTorch iterator needs torch >= 2, not {torch.__version__}")
+    out = run_train([shapes] + COMMON + ["--epochs", "2", "-p", "5", "--save", "", "--data-backend", "dali-cpu"])
+    assert "data: dali-cpu" in out
+    assert final(out, "Top-1") > 100.0 / CLASSES, out
+    with pytest.raises(AssertionError, match="--skip-bad is ladle's"):  # refused, not ignored
+        run_train([shapes] + COMMON + ["--data-backend", "dali-cpu", "--skip-bad", "3"])

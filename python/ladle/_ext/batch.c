@@ -274,6 +274,80 @@ static int dtype_of_format(const char *format, Py_ssize_t itemsize) {
   }
 }
 
+/* See ext.h. */
+int ladle__py_read_shapes(PyObject *obj, const char *who, int64_t **out, int *num, int *ndim, int64_t *total) {
+  char what[96];
+  snprintf(what, sizeof what, "%s: shapes must be a sequence of shape tuples", who);
+  PyObject *seq = PySequence_Fast(obj, what);
+  if (!seq) return -1;
+  Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+  int64_t *shapes = NULL, sum = 0;
+  int rank = -1;
+  if (n > INT32_MAX) {
+    ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "%s: too many samples", who);
+    goto fail;
+  }
+  snprintf(what, sizeof what, "%s: a shape must be a sequence", who);
+  for (int i = 0; i < (int)n; i++) {
+    PyObject *shape = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), what);
+    if (!shape) goto fail;
+    int nd = (int)PySequence_Fast_GET_SIZE(shape);
+    if (rank < 0) {
+      rank = nd;
+      if (rank > LADLE_MAX_NDIM) {
+        Py_DECREF(shape);
+        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "%s: samples have at most %d dimensions", who,
+                               LADLE_MAX_NDIM);
+        goto fail;
+      }
+      shapes = PyMem_Calloc((size_t)n * (size_t)rank + 1, sizeof *shapes);
+      if (!shapes) {
+        Py_DECREF(shape);
+        PyErr_NoMemory();
+        goto fail;
+      }
+    }
+    if (nd != rank) {
+      Py_DECREF(shape);
+      ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                             "%s: all samples need the same number of dimensions (sample 0 has %d, sample %d has %d)",
+                             who, rank, i, nd);
+      goto fail;
+    }
+    int64_t elems = 1;
+    for (int d = 0; d < rank; d++) {
+      long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(shape, d));
+      if (v == -1 && PyErr_Occurred()) {
+        Py_DECREF(shape);
+        goto fail;
+      }
+      if (v < 0) {
+        Py_DECREF(shape);
+        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "%s: negative extent in the shape of sample %d", who, i);
+        goto fail;
+      }
+      shapes[(size_t)i * rank + d] = v;
+      elems *= v;
+    }
+    Py_DECREF(shape);
+    sum += elems;
+  }
+  if (!shapes && !(shapes = PyMem_Calloc(1, sizeof *shapes))) { /* no samples: an empty block, not NULL */
+    PyErr_NoMemory();
+    goto fail;
+  }
+  Py_DECREF(seq);
+  *out = shapes;
+  *num = (int)n;
+  *ndim = rank < 0 ? 0 : rank;
+  *total = sum;
+  return 0;
+fail:
+  PyMem_Free(shapes);
+  Py_DECREF(seq);
+  return -1;
+}
+
 PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw) {
   static char *kwlist[] = {"buffer", "shapes", "layout", NULL};
   PyObject *obj, *shapes_obj = Py_None;
@@ -282,7 +356,7 @@ PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw)
     return NULL;
   Py_buffer view;
   if (PyObject_GetBuffer(obj, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) < 0) return NULL;
-  PyObject *result = NULL, *seq = NULL;
+  PyObject *result = NULL;
   int64_t *shapes = NULL;
   int num_samples = 0, ndim = 0;
 
@@ -313,57 +387,8 @@ PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw)
       for (int d = 0; d < ndim; d++) shapes[(size_t)i * ndim + d] = view.shape[d + 1];
   } else {
     /* Ragged: the samples back to back in the buffer, their shapes given. */
-    seq = PySequence_Fast(shapes_obj, "batch_from_buffer: shapes must be a sequence of shape tuples");
-    if (!seq) goto done;
-    num_samples = (int)PySequence_Fast_GET_SIZE(seq);
-    ndim = -1;
     int64_t total = 0;
-    for (int i = 0; i < num_samples; i++) {
-      PyObject *shape = PySequence_Fast(PySequence_Fast_GET_ITEM(seq, i), "batch_from_buffer: a shape must be a sequence");
-      if (!shape) goto done;
-      int nd = (int)PySequence_Fast_GET_SIZE(shape);
-      if (ndim < 0) {
-        ndim = nd;
-        if (ndim > LADLE_MAX_NDIM) {
-          Py_DECREF(shape);
-          ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_buffer: samples have at most %d dimensions",
-                       LADLE_MAX_NDIM);
-          goto done;
-        }
-        shapes = PyMem_Calloc((size_t)(num_samples * ndim) + 1, sizeof *shapes);
-        if (!shapes) {
-          Py_DECREF(shape);
-          PyErr_NoMemory();
-          goto done;
-        }
-      }
-      if (nd != ndim) {
-        Py_DECREF(shape);
-        ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
-                     "batch_from_buffer: all samples need the same number of dimensions (sample 0 has %d, "
-                     "sample %d has %d)",
-                     ndim, i, nd);
-        goto done;
-      }
-      int64_t elems = 1;
-      for (int d = 0; d < ndim; d++) {
-        long long v = PyLong_AsLongLong(PySequence_Fast_GET_ITEM(shape, d));
-        if (v == -1 && PyErr_Occurred()) {
-          Py_DECREF(shape);
-          goto done;
-        }
-        if (v < 0) {
-          Py_DECREF(shape);
-          ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_buffer: negative extent in the shape of sample %d", i);
-          goto done;
-        }
-        shapes[(size_t)i * ndim + d] = v;
-        elems *= v;
-      }
-      Py_DECREF(shape);
-      total += elems;
-    }
-    if (ndim < 0) ndim = 0;
+    if (ladle__py_read_shapes(shapes_obj, "batch_from_buffer", &shapes, &num_samples, &ndim, &total) < 0) goto done;
     if (total * view.itemsize != view.len) {
       ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
                    "batch_from_buffer: the shapes hold %lld elements but the buffer holds %lld", (long long)total,
@@ -384,7 +409,6 @@ PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw)
   result = ladle__py_batch_wrap(b);
 done:
   PyMem_Free(shapes);
-  Py_XDECREF(seq);
   PyBuffer_Release(&view);
   return result;
 }

@@ -313,11 +313,18 @@ static int dtype_from_dl(DLDataType t, ladle_dtype *out) {
 }
 
 PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw) {
-  static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", NULL};
-  PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL;
+  static char *kwlist[] = {"tensor", "stream", "layout", "as_bool", "shapes", "ready_stream", NULL};
+  PyObject *obj, *stream = Py_None, *capsule = NULL, *result = NULL, *shapes_obj = Py_None, *ready = Py_None;
   const char *layout = NULL;
   int as_bool = 0; /* a uint8 tensor of 0/1 that is a bool tensor (PyTorch < 2.0 exports bool so) */
-  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|Ozp:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool))
+  int64_t *shapes = NULL; /* with `shapes`: one shape per sample, the samples back to back in the tensor */
+  int num_shapes = 0, shapes_ndim = 0;
+  int64_t want = 0;
+  if (!PyArg_ParseTupleAndKeywords(args, kw, "O|OzpOO:batch_from_dlpack", kwlist, &obj, &stream, &layout, &as_bool,
+                                   &shapes_obj, &ready))
+    return NULL;
+  if (shapes_obj != Py_None &&
+      ladle__py_read_shapes(shapes_obj, "batch_from_dlpack", &shapes, &num_shapes, &shapes_ndim, &want) < 0)
     return NULL;
   ladle__py_run_deferred_deleters();
   if (stream == Py_None) {
@@ -330,7 +337,10 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     Py_XDECREF(kwargs);
     Py_XDECREF(method);
   }
-  if (!capsule) return NULL;
+  if (!capsule) {
+    PyMem_Free(shapes);
+    return NULL;
+  }
   DLManagedTensor *mt = PyCapsule_GetPointer(capsule, "dltensor");
   if (!mt) goto done;
   const DLTensor *t = &mt->dl_tensor;
@@ -343,7 +353,7 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     goto done;
   }
   if (as_bool && dtype == LADLE_UINT8) dtype = LADLE_BOOL;
-  if (t->ndim < 1 || t->ndim > LADLE_MAX_NDIM + 1) {
+  if (t->ndim < 1 || (!shapes && t->ndim > LADLE_MAX_NDIM + 1)) {
     ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
                  "batch_from_dlpack: expects a tensor [num_samples, ...] of 1 to %d dimensions, got %d",
                  LADLE_MAX_NDIM + 1, (int)t->ndim);
@@ -374,19 +384,42 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
     ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT, "batch_from_dlpack: too many samples (%lld)", (long long)t->shape[0]);
     goto done;
   }
+  if (shapes) { /* the samples' elements must be the tensor's */
+    int64_t have = 1;
+    for (int d = 0; d < t->ndim; d++) have *= t->shape[d];
+    if (have != want) {
+      ladle__py_raise_format(LADLE_ERROR_INVALID_ARGUMENT,
+                             "batch_from_dlpack: the shapes hold %lld elements, the tensor %lld", (long long)want,
+                             (long long)have);
+      goto done;
+    }
+  }
+  void *ready_stream = NULL;
+  if (ready != Py_None) {
+    ready_stream = PyLong_AsVoidPtr(ready);
+    if (PyErr_Occurred()) goto done;
+  }
   /* The batch takes the tensor over: the capsule must no longer delete it. */
   if (PyCapsule_SetName(capsule, "used_dltensor") < 0) goto done;
   ladle_batch *b = NULL;
-  ladle_status st = ladle_batch_wrap(dtype, (int)t->shape[0], t->ndim - 1, t->shape + 1, layout, device,
-                                     t->device.device_id, (uint8_t *)t->data + t->byte_offset, defer_deleter, mt,
-                                     &b);
+  uint8_t *data = (uint8_t *)t->data + t->byte_offset;
+  ladle_status st = shapes ? ladle_batch_wrap_samples(dtype, num_shapes, shapes_ndim, shapes, layout, device,
+                                                      t->device.device_id, data, defer_deleter, mt, &b)
+                           : ladle_batch_wrap(dtype, (int)t->shape[0], t->ndim - 1, t->shape + 1, layout, device,
+                                              t->device.device_id, data, defer_deleter, mt, &b);
   if (st != LADLE_OK) {
     PyCapsule_SetName(capsule, "dltensor"); /* the capsule deletes it after all */
     ladle__py_raise_status(st);
     goto done;
   }
+  if (ready != Py_None && (st = ladle_batch_record_ready(b, ready_stream)) != LADLE_OK) {
+    ladle_batch_release(b); /* its release hands the tensor back to the producer's deleter */
+    ladle__py_raise_status(st);
+    goto done;
+  }
   result = ladle__py_batch_wrap(b);
 done:
+  PyMem_Free(shapes);
   Py_DECREF(capsule);
   return result;
 }

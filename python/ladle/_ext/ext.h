@@ -47,6 +47,10 @@ extern PyTypeObject ladle__py_batch_type;
 /* Wraps `b`, taking over the caller's reference (released here on failure). */
 PyObject *ladle__py_batch_wrap(ladle_batch *b);
 PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw);
+/* A sequence of per-sample shapes of one rank (`who` names the caller in
+ * errors): *out a PyMem block of *num * *ndim extents (the caller frees it,
+ * never NULL on success), *total their elements. 0, or -1 with an exception. */
+int ladle__py_read_shapes(PyObject *obj, const char *who, int64_t **out, int *num, int *ndim, int64_t *total);
 /* Readies _Batch and _Sample and adds them to `m`. */
 int ladle__py_add_batch_types(PyObject *m);
 

@@ -26,9 +26,12 @@ static PyMethodDef module_methods[] = {
      "CPU batch. Without shapes the buffer is [N, ...]; with shapes (one tuple per sample) it holds the "
      "samples back to back."},
     {"batch_from_dlpack", (PyCFunction)(void (*)(void))ladle__py_batch_from_dlpack, METH_VARARGS | METH_KEYWORDS,
-     "batch_from_dlpack(tensor, stream=None, layout=None) -> _Batch: wraps a contiguous [N, ...] tensor "
-     "(anything with __dlpack__: NumPy, PyTorch on the CPU or a CUDA device) without a copy; `stream` is "
-     "passed to __dlpack__ so that the producer orders its writes before that CUDA stream."},
+     "batch_from_dlpack(tensor, stream=None, layout=None, as_bool=False, shapes=None, ready_stream=None) -> "
+     "_Batch: wraps a contiguous [N, ...] tensor (anything with __dlpack__: NumPy, PyTorch on the CPU or a CUDA "
+     "device) without a copy; `stream` is passed to __dlpack__ so that the producer orders its writes before "
+     "that CUDA stream. `shapes` (one tuple per sample): the samples lie back to back in the tensor, of those "
+     "shapes (ragged allowed). `ready_stream` (a CUDA stream handle, the producer's): whoever reads the batch "
+     "waits on the GPU for the work queued there so far (ladle_batch_record_ready)."},
     {NULL},
 };
 

@@ -15,8 +15,9 @@ ladle (DALI's ``nvidia.dali.experimental.torchvision``).
 Class transforms run inside ``Compose`` only (one ladle pipeline for the
 whole list; calling one alone raises StateError). The functional API,
 ``ladle.torchvision.v2.functional``, runs one function per call through
-ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu");
-Compose also takes ``batch_size`` and ``num_threads``.
+ladle.dynamic. Every transform and function takes ``device`` ("cpu"/"gpu";
+None, the default: where the images are); Compose also takes ``batch_size``
+and ``num_threads``.
 
 Transforms: Compose, Resize, CenterCrop, Pad, RandomResizedCrop,
 RandomHorizontalFlip, RandomVerticalFlip, RandomRotation, RandomAffine,
@@ -38,8 +39,28 @@ batch (or a list when Resize(int) leaves the images with different shapes),
 a list a list. A PIL image gives a PIL image while the transforms are
 geometric only (torchvision's behaviour); after PILToTensor, ToDtype or
 Normalize it gives a [C, H, W] tensor (torchvision would need PILToTensor
-there). Images go through ladle in HWC layout: a tensor input is copied to
-HWC on the host, and a CUDA tensor is copied to the host first.
+there). Images go through ladle in HWC layout: a host tensor is copied to
+HWC on the host.
+
+CUDA tensors (uint8 or float32 [C, H, W], [N, C, H, W] or a list of [C, H,
+W] on one GPU) stay on their GPU, with Compose and with every v2.functional
+call: torch packs them HWC there (one device copy, on torch's current
+stream; ragged lists back to back), they enter ladle by DLPack without a
+copy, marked ready after torch's current stream (ladle's stream waits on
+the GPU, the host does not), every transform runs with device="gpu" on that
+GPU (ladle.dynamic's context for that GPU for the functions), and the
+results come back by DLPack as CUDA tensors on the same device (torch's
+current stream waits for ladle's work; HWC results are permuted to CHW by
+torch on the GPU). Pixels never travel through host memory. What still
+reaches the host is small: the per-image parameters drawn or computed there
+(shapes, crop windows, warp matrices, ColorJitter's order and factors), and
+the one number per image of adjust_contrast's and ColorJitter's contrast
+centre (the grey mean, summed on the GPU; ``.item()`` syncs the host with
+torch's stream for it). With CUDA tensors, ``device="cpu"`` (on Compose, a
+transform or a function) raises InvalidArgumentError instead of copying:
+pass ``x.cpu()`` to run on the CPU. PIL images and host tensors with
+device="gpu" are copied to the GPU by ladle as before, and come back as
+CUDA tensors (PIL results: PIL images).
 
 Where ladle differs from torchvision (measured in
 tests/python/test_torchvision_api.py):
@@ -144,57 +165,9 @@ tests/python/test_torchvision_api.py):
   0 is the mean colour); value="random" is not supported.
 """
 
-from ._io import InterpolationMode
-from ._autoaug import AutoAugment, AutoAugmentPolicy, ConvertImageDtype, RandAugment, RandomApply, TrivialAugmentWide
-from ._transforms import (
-    CenterCrop,
-    ColorJitter,
-    Compose,
-    GaussianBlur,
-    Grayscale,
-    Normalize,
-    Pad,
-    PILToTensor,
-    RandomAffine,
-    RandomErasing,
-    RandomGrayscale,
-    RandomHorizontalFlip,
-    RandomResizedCrop,
-    RandomRotation,
-    RandomVerticalFlip,
-    Resize,
-    ToDtype,
-    ToPureTensor,
-    Transform,
-)
+from . import _api
+from ._api import *  # noqa: F401,F403 (the transforms; _api.__all__ lists them once for here and v2)
 from . import v2
 
-__all__ = [
-    "AutoAugment",
-    "AutoAugmentPolicy",
-    "ConvertImageDtype",
-    "RandAugment",
-    "RandomApply",
-    "TrivialAugmentWide",
-    "CenterCrop",
-    "ColorJitter",
-    "Compose",
-    "GaussianBlur",
-    "Grayscale",
-    "InterpolationMode",
-    "Normalize",
-    "Pad",
-    "PILToTensor",
-    "RandomAffine",
-    "RandomErasing",
-    "RandomGrayscale",
-    "RandomHorizontalFlip",
-    "RandomResizedCrop",
-    "RandomRotation",
-    "RandomVerticalFlip",
-    "Resize",
-    "ToDtype",
-    "ToPureTensor",
-    "Transform",
-    "v2",
-]
+__all__ = ["v2"]
+__all__ += _api.__all__

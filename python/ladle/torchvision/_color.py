@@ -21,12 +21,28 @@ def hue_degrees(factor):
 
 def gray_mean(img):
     """The mean of torchvision's rgb_to_grayscale of a uint8 HWC image: the
-    float32 luma truncated to uint8 (as torchvision's .to(uint8)), averaged."""
+    float32 luma truncated to uint8 (as torchvision's .to(uint8)), averaged
+    exactly (an integer sum). `img` is a NumPy array, or a torch tensor (on a
+    CUDA device the luma and sum are computed there and only the number
+    comes to the host); both give the same number."""
+    if not isinstance(img, np.ndarray):
+        return _gray_mean_torch(img)
+    if img.shape[2] == 1:
+        return int(img.sum(dtype=np.int64)) / img.size
     x = img.astype(np.float32)
-    if x.shape[2] == 1:
-        return float(x.mean())
     gray = (np.float32(0.2989) * x[..., 0] + np.float32(0.587) * x[..., 1]) + np.float32(0.114) * x[..., 2]
-    return float(gray.astype(np.uint8).astype(np.float32).mean())
+    return int(gray.astype(np.uint8).sum(dtype=np.int64)) / gray.size
+
+
+def _gray_mean_torch(img):
+    import torch
+
+    if img.shape[2] == 1:
+        return int(img.sum(dtype=torch.int64).item()) / img.numel()
+    x = img.to(torch.float32)
+    c = [torch.tensor(v, dtype=torch.float32, device=img.device) for v in (0.2989, 0.587, 0.114)]
+    gray = (c[0] * x[..., 0] + c[1] * x[..., 1]) + c[2] * x[..., 2]  # float32 steps, as NumPy's
+    return int(gray.to(torch.uint8).sum(dtype=torch.int64).item()) / gray.numel()
 
 
 def check_factor(value, name, who):

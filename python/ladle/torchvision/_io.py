@@ -60,13 +60,16 @@ def _is_pil(x):
 class Inputs:
     """What a call was given: `kind` is "pil", "tensor" (one [C, H, W]),
     "batch" ([N, C, H, W]) or "list" (of PIL images / [C, H, W] tensors);
-    `samples` are the HWC NumPy arrays, `kinds` the kind of each list item,
-    `cuda` whether a tensor input was in GPU memory."""
+    `samples` are the HWC images (NumPy arrays in host memory; for CUDA
+    tensors, HWC views of them on the GPU: nothing is copied here), `kinds`
+    the kind of each list item, `cuda` whether the images are CUDA tensors
+    (then all of them, on one device: `device`, `gpu_index` its ordinal)."""
 
     def __init__(self, inpt, who):
         self.kinds = None
         self.cuda = False
         self.device = None
+        self.gpu_index = None
         if _is_pil(inpt):
             self.kind = "pil"
             self.samples = [_pil_array(inpt)]
@@ -95,10 +98,15 @@ class Inputs:
                 else:
                     raise _ladle.InvalidArgumentError(f"{who}: a list must hold PIL images or [C, H, W] tensors, "
                                                       f"got {type(x).__name__}")
+            on_gpu = {_is_torch(x) and x.is_cuda for x in inpt}
+            if len(on_gpu) > 1:
+                raise _ladle.InvalidArgumentError(f"{who}: the list mixes CUDA tensors with images in host memory; "
+                                                  "give all of them on one device")
         else:
             raise _ladle.InvalidArgumentError(f"{who}: expects a PIL image, a torch tensor ([C, H, W] or "
                                               f"[N, C, H, W]) or a list of them, got {type(inpt).__name__}")
-        dtypes = {a.dtype for a in self.samples}
+        dtypes = {np.dtype(a.dtype) if isinstance(a, np.ndarray) else _numpy_dtype(a.dtype, who)
+                  for a in self.samples}
         if len(dtypes) > 1:
             raise _ladle.InvalidArgumentError(f"{who}: the images have different dtypes: {sorted(map(str, dtypes))}")
         self.dtype = dtypes.pop()
@@ -107,14 +115,36 @@ class Inputs:
                                           f"got {self.dtype}")
 
     def _chw(self, t, who):
+        t = t.detach()
         if t.is_cuda:
+            if self.device is not None and t.device != self.device:
+                raise _ladle.InvalidArgumentError(f"{who}: the tensors are on different devices ({self.device}, "
+                                                  f"{t.device}); give all of them on one device")
             self.cuda = True
             self.device = t.device
+            self.gpu_index = t.device.index
+            return t.permute(1, 2, 0)  # a view: the GPU copy that packs it comes with the batch (gpu_batch)
         # [C, H, W] -> HWC on the host (a copy: ladle's operators read HWC).
-        return np.ascontiguousarray(t.detach().cpu().permute(1, 2, 0).numpy())
+        return np.ascontiguousarray(t.permute(1, 2, 0).numpy())
+
+    def gpu_batch(self, start=0, stop=None):
+        """Samples start..stop of CUDA inputs as one GPU _Batch (HWC), packed
+        on the GPU (see ladle.pipeline.cuda_batch)."""
+        from ..pipeline import cuda_batch
+
+        return cuda_batch(self.samples[start:stop], layout="HWC")
 
     def __len__(self):
         return len(self.samples)
+
+
+def _numpy_dtype(dtype, who):
+    """The NumPy dtype of a torch dtype (torch.uint8 -> uint8)."""
+    try:
+        return np.dtype(str(dtype).replace("torch.", ""))
+    except TypeError:
+        raise _ladle.UnsupportedError(f"{who}: images must be uint8 (or float32 for geometric transforms), "
+                                      f"got {dtype}") from None
 
 
 def _pil_array(img):
@@ -155,25 +185,21 @@ def assemble(inputs, samples, chw, as_pil, torch_batch=None):
             a = a[:, :, 0]
         return Image.fromarray(np.ascontiguousarray(a))
 
-    def host(x):
-        # A tensor input in GPU memory with a CPU pipeline: give the result back on its device.
-        return x.to(inputs.device) if inputs.cuda and not x.is_cuda else x
-
     if inputs.kind == "pil":
-        return pil(samples[0]) if as_pil else host(to_torch_samples(samples, chw)[0])
+        return pil(samples[0]) if as_pil else to_torch_samples(samples, chw)[0]
     if inputs.kind == "tensor":
-        return host(to_torch_samples(samples, chw)[0])
+        return to_torch_samples(samples, chw)[0]
     if inputs.kind == "batch":
         if torch_batch is not None:
-            return host(torch_batch if chw else torch_batch.permute(0, 3, 1, 2).contiguous())
+            return torch_batch if chw else torch_batch.permute(0, 3, 1, 2).contiguous()
         tensors = to_torch_samples(samples, chw)
         if all(t.shape == tensors[0].shape for t in tensors):
-            return host(torch.stack(tensors))
-        return [host(t) for t in tensors]  # ragged (e.g. Resize(int) of mixed aspect ratios): a list
+            return torch.stack(tensors)
+        return tensors  # ragged (e.g. Resize(int) of mixed aspect ratios): a list
     out = []
     for kind, x in zip(inputs.kinds, samples):
         if kind == "pil" and as_pil:
             out.append(pil(x))
         else:
-            out.append(host(to_torch_samples([x], chw)[0]))
+            out.append(to_torch_samples([x], chw)[0])
     return out

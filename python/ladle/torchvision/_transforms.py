@@ -744,8 +744,10 @@ class _BuildContext:
 
     def per_sample_image(self, value_of):
         """A per-sample argument value_of(h, w, image, index): `image` is the
-        HWC image as it entered the Compose (host memory) and `index` counts
-        the images this Compose has been called on."""
+        HWC image as it entered the Compose (a NumPy array; for CUDA inputs an
+        HWC view of the CUDA tensor, so value_of must compute on it with torch
+        there, as gray_mean does) and `index` counts the images this Compose
+        has been called on."""
         return self._argument(lambda h, w, p, img, index: value_of(h, w, img, index))
 
 
@@ -762,18 +764,23 @@ class Compose:
     shapes); a list in, a list out; a PIL image in gives a PIL image while the
     transforms are geometric only (as in torchvision), else a tensor.
 
+    ``device`` None (the default) runs where the images are: on the CPU for
+    PIL images and host tensors, on the tensors' GPU for CUDA tensors.
     ``device="gpu"`` runs the transforms on the GPU (a transform's own device
     argument moves the pipeline to the GPU from that transform on) and
-    returns CUDA tensors. Tensor inputs in GPU memory are copied to the host
-    first (ladle feeds host memory); results of a CPU Compose go back to the
-    input's device.
+    returns CUDA tensors. CUDA tensors never travel through host memory: they
+    enter the pipeline by DLPack on their own GPU (packed HWC there by
+    torch), every transform runs there and the results are CUDA tensors on
+    that device; ``device="cpu"`` (on Compose or a transform) with CUDA
+    tensors raises InvalidArgumentError (move them with ``.cpu()`` if that is
+    what is wanted).
 
     Random transforms draw from ``seed`` (default: the next seed of
     ladle.dynamic's, so ``ladle.dynamic.random.set_seed`` makes a program
     reproducible); image i of a call draws from (seed, transform, index of
     the call's first iteration * batch_size + i)."""
 
-    def __init__(self, op_list, batch_size=16, num_threads=4, device="cpu", seed=None, **pipeline_kwargs):
+    def __init__(self, op_list, batch_size=16, num_threads=4, device=None, seed=None, **pipeline_kwargs):
         self.op_list = list(op_list)
         for t in self.op_list:
             if not isinstance(t, Transform):
@@ -782,12 +789,14 @@ class Compose:
                     "callables cannot run inside a ladle pipeline)")
         self.batch_size = int(batch_size)
         self.num_threads = int(num_threads)
-        self.device = "gpu" if str(device).lower() in ("gpu", "cuda") else "cpu"
+        if device is not None and str(device).lower() not in ("cpu", "gpu", "cuda"):
+            raise _ladle.InvalidArgumentError(f"Compose: device must be 'cpu', 'gpu' or None, got {device!r}")
+        self.device = None if device is None else ("gpu" if str(device).lower() in ("gpu", "cuda") else "cpu")
         self.seed = _exec.next_seed() if seed is None else int(seed)
         self._pipeline_kwargs = pipeline_kwargs
         self._lock = threading.Lock()
-        self._pipes = {}  # input dtype -> (pipeline, output info)
-        self._iterations = {}  # input dtype -> iterations run (image indices for random draws)
+        self._pipes = {}  # (input dtype, GPU of CUDA inputs or None) -> (pipeline, output info)
+        self._iterations = {}  # the same keys -> iterations run (image indices for random draws)
         self._args = []
         self._plan()
 
@@ -824,23 +833,25 @@ class Compose:
         self._converts = self._dtype is not None
 
     def _device_of(self, t, current):
-        want = t.device or self.device
+        want = t.device or self.device or current
         if current == "gpu" and want == "cpu":
             raise _ladle.InvalidArgumentError(
                 f"Compose: {type(t).__name__}(device='cpu') follows a GPU transform; data cannot go back to the CPU")
         return want
 
-    def _build(self, dtype, ndim_channels):
-        on_gpu = self.device == "gpu" or any(t.device == "gpu" for t in self.op_list)
+    def _build(self, dtype, gpu_index):
+        """The pipeline for images of `dtype`, fed in host memory (gpu_index
+        None) or as CUDA tensors of GPU gpu_index (a device="gpu" source)."""
+        on_gpu = gpu_index is not None or self.device == "gpu" or any(t.device == "gpu" for t in self.op_list)
         self._args = []
-        pipe = Pipeline(batch_size=self.batch_size, num_threads=self.num_threads,
-                        device_id=_exec._gpu_device_id() if on_gpu else None, seed=self.seed,
-                        prefetch_queue_depth=1, **self._pipeline_kwargs)
+        device_id = gpu_index if gpu_index is not None else (_exec._gpu_device_id() if on_gpu else None)
+        pipe = Pipeline(batch_size=self.batch_size, num_threads=self.num_threads, device_id=device_id,
+                        seed=self.seed, prefetch_queue_depth=1, **self._pipeline_kwargs)
         try:
             with pipe:
-                node = fn.external_source(name="images", device="cpu", dtype=dtype, ndim=3, layout="HWC")
+                current = "cpu" if gpu_index is None else "gpu"
+                node = fn.external_source(name="images", device=current, dtype=dtype, ndim=3, layout="HWC")
                 ctx = _BuildContext(self)
-                current = "cpu"
                 for step, t in enumerate(self._geometric):
                     device = self._device_of(t, current)
                     if device == "gpu" and current == "cpu":
@@ -876,17 +887,28 @@ class Compose:
                 f"uint8); got {inputs.dtype} images")
         if any(getattr(t, "uint8_only", False) for t in self.op_list):
             require_uint8(inputs.dtype, "ladle.torchvision.Compose")
+        if inputs.cuda:
+            on_cpu = [type(t).__name__ for t in self.op_list if t.device == "cpu"]
+            if self.device == "cpu" or on_cpu:
+                raise _ladle.InvalidArgumentError(
+                    f"Compose: device='cpu' ({'Compose' if self.device == 'cpu' else on_cpu[0]}) cannot take CUDA "
+                    "tensors: ladle does not copy their pixels to the host. Leave device out (they run on their "
+                    "GPU) or pass tensors in host memory (.cpu())")
         dtype = types.to_dtype(inputs.dtype)
+        key = (dtype, inputs.gpu_index)
         with self._lock:
-            if dtype not in self._pipes:
-                self._pipes[dtype] = self._build(dtype, 3) + (list(self._args),)
-            pipe, chw, args = self._pipes[dtype]
+            if key not in self._pipes:
+                self._pipes[key] = self._build(dtype, inputs.gpu_index) + (list(self._args),)
+            pipe, chw, args = self._pipes[key]
             samples, tls = [], []
             for start in range(0, len(inputs), self.batch_size):
                 chunk = inputs.samples[start:start + self.batch_size]
-                pipe.feed_input("images", chunk, layout="HWC")
-                first = self._iterations.get(dtype, 0) * self.batch_size
-                self._iterations[dtype] = self._iterations.get(dtype, 0) + 1
+                if inputs.cuda:
+                    pipe.feed_input("images", inputs.gpu_batch(start, start + self.batch_size))
+                else:
+                    pipe.feed_input("images", chunk, layout="HWC")
+                first = self._iterations.get(key, 0) * self.batch_size
+                self._iterations[key] = self._iterations.get(key, 0) + 1
                 for name, values in self._arg_values(chunk, args, first).items():
                     pipe.feed_input(name, values)
                 tl = pipe.run()[0]

@@ -80,4 +80,5 @@ const ladle__op_def ladle__op_conditional_merge = {
     .setup = merge_setup,
     .run = merge_run,
     .run_batch = MERGE_RUN_BATCH,
+    .selects_input = chosen,
 };

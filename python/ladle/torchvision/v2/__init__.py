@@ -2,57 +2,9 @@
 the functional API (ladle.torchvision.v2.functional), laid out as
 torchvision.transforms.v2 is."""
 
-from .._transforms import (
-    CenterCrop,
-    ColorJitter,
-    Compose,
-    Grayscale,
-    GaussianBlur,
-    Normalize,
-    Pad,
-    PILToTensor,
-    RandomAffine,
-    RandomErasing,
-    RandomGrayscale,
-    RandomHorizontalFlip,
-    RandomResizedCrop,
-    RandomRotation,
-    RandomVerticalFlip,
-    Resize,
-    ToDtype,
-    ToPureTensor,
-    Transform,
-)
-from .._io import InterpolationMode
-from .._autoaug import AutoAugment, AutoAugmentPolicy, ConvertImageDtype, RandAugment, RandomApply, TrivialAugmentWide
+from .. import _api
+from .._api import *  # noqa: F401,F403 (the same names as ladle.torchvision: one list, _api.__all__)
 from . import functional
 
-__all__ = [
-    "AutoAugment",
-    "AutoAugmentPolicy",
-    "ConvertImageDtype",
-    "RandAugment",
-    "RandomApply",
-    "TrivialAugmentWide",
-    "CenterCrop",
-    "ColorJitter",
-    "Compose",
-    "GaussianBlur",
-    "Grayscale",
-    "InterpolationMode",
-    "Normalize",
-    "PILToTensor",
-    "Pad",
-    "RandomAffine",
-    "RandomErasing",
-    "RandomGrayscale",
-    "RandomHorizontalFlip",
-    "RandomResizedCrop",
-    "RandomRotation",
-    "RandomVerticalFlip",
-    "Resize",
-    "ToDtype",
-    "ToPureTensor",
-    "Transform",
-    "functional",
-]
+__all__ = ["functional"]
+__all__ += _api.__all__

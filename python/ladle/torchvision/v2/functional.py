@@ -13,15 +13,22 @@ use (ladle/torchvision/_autoaug.py).
 
 Inputs: a PIL image, a [C, H, W] or [N, C, H, W] torch tensor, or a list of
 those; results have the input's form (PIL in, PIL out for the geometric
-functions). Every function takes ``device`` ("cpu" or "gpu"). Geometric
+functions). Every function takes ``device`` ("cpu" or "gpu"; None, the
+default: where the images are). CUDA tensors run on their GPU without a
+trip through host memory, in a ladle.dynamic context of that GPU, and
+give CUDA tensors on it (see ladle.torchvision's notes; device="cpu" with
+them raises InvalidArgumentError). Geometric
 functions and to_dtype (uint8 -> float) run ladle operators; normalize, and
 to_dtype from a float tensor, are plain torch arithmetic on the tensor
 (ladle's only normalization kernel reads uint8 images)."""
 
 
+import threading
+
 from ... import _ladle
 from ... import types
 from ... import dynamic as _ldd
+from ...dynamic import _exec
 from .._io import Inputs, InterpolationMode, assemble, interp_type
 from .. import _autoaug as _aa
 from .._color import check_factor, check_hue, gray_mean, hue_degrees, require_uint8
@@ -34,21 +41,61 @@ __all__ = ["adjust_brightness", "adjust_contrast", "adjust_hue", "adjust_saturat
            "vertical_flip", "posterize", "solarize", "autocontrast", "equalize", "invert", "adjust_sharpness"]
 
 
-def _run(inpt, who, device, body, as_pil=True):
-    """Runs body(batch, shapes) -> (Batch, chw) on the images of `inpt`."""
-    inputs = Inputs(inpt, who)
-    b = _ldd.batch(inputs.samples, layout="HWC")
-    shapes = [a.shape[:2] for a in inputs.samples]
-    out, chw = body(b, shapes, "gpu" if str(device).lower() in ("gpu", "cuda") else "cpu")
+_GPU_CONTEXTS = {}  # GPU ordinal -> the ladle.dynamic EvalContext its CUDA inputs run in
+_GPU_LOCK = threading.Lock()
+
+
+def _device(device, inputs, who):
+    """The device a call runs on, "cpu" or "gpu": the given one, or (None)
+    where the images are. CUDA tensors run on their GPU; device="cpu" with
+    them is an error (ladle copies no pixels to the host behind the caller)."""
+    if device is not None and str(device).lower() not in ("cpu", "gpu", "cuda"):
+        raise _ladle.InvalidArgumentError(f"{who}: device must be 'cpu', 'gpu' or None, got {device!r}")
+    dev = None if device is None else ("gpu" if str(device).lower() in ("gpu", "cuda") else "cpu")
+    if inputs.cuda:
+        if dev == "cpu":
+            raise _ladle.InvalidArgumentError(
+                f"{who}: device='cpu' cannot take CUDA tensors: ladle does not copy their pixels to the host. "
+                "Leave device out (they run on their GPU) or pass tensors in host memory (.cpu())")
+        return "gpu"
+    return dev or "cpu"
+
+
+def _gpu_context(index):
+    """The ladle.dynamic context whose GPU is `index`: the current one when it
+    is, else one kept per GPU (its built graphs are reused by later calls)."""
+    ctx = _ldd.EvalContext.current()
+    if _exec._gpu_device_id(ctx) == index:
+        return ctx
+    with _GPU_LOCK:
+        if index not in _GPU_CONTEXTS:
+            _GPU_CONTEXTS[index] = _ldd.EvalContext(device_id=index)
+        return _GPU_CONTEXTS[index]
+
+
+def _run(inpt, who, device, body, as_pil=True, inputs=None):
+    """Runs body(batch, shapes, device) -> (Batch, chw) on the images of
+    `inpt`. CUDA tensors go in by DLPack (packed HWC on their GPU), run in
+    the dynamic context of that GPU and come back as CUDA tensors there."""
+    inputs = inputs or Inputs(inpt, who)
+    dev = _device(device, inputs, who)
+    shapes = [tuple(a.shape[:2]) for a in inputs.samples]
+    if not inputs.cuda:
+        return _finish(inputs, *body(_ldd.batch(inputs.samples, layout="HWC"), shapes, dev), as_pil)
+    with _gpu_context(inputs.gpu_index):
+        return _finish(inputs, *body(_ldd.as_batch(inputs.gpu_batch()), shapes, dev), as_pil)
+
+
+def _finish(inputs, out, chw, as_pil):
     if as_pil and out.device == "gpu" and (inputs.kind == "pil" or inputs.kinds and "pil" in inputs.kinds):
-        out = out.cpu()
+        out = out.cpu()  # PIL images were in host memory: the result goes back there as a PIL image
     torch_batch = None
     if inputs.kind == "batch" and out.is_dense():
         torch_batch = out.torch()
     return assemble(inputs, list(out.tensors), chw, as_pil, torch_batch)
 
 
-def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True, device="cpu"):
+def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, antialias=True, device=None):
     """torchvision's resize (see ladle.torchvision.Resize)."""
     interp = interp_type(interpolation, "resize")
 
@@ -61,7 +108,7 @@ def resize(inpt, size, interpolation=InterpolationMode.BILINEAR, max_size=None, 
     return _run(inpt, "resize", device, body)
 
 
-def center_crop(inpt, output_size, device="cpu"):
+def center_crop(inpt, output_size, device=None):
     """torchvision's center_crop: pads with zeros where the window is larger."""
     ch, cw = size_pair(output_size, "center_crop")
 
@@ -74,7 +121,7 @@ def center_crop(inpt, output_size, device="cpu"):
     return _run(inpt, "center_crop", device, body)
 
 
-def crop(inpt, top, left, height, width, device="cpu"):
+def crop(inpt, top, left, height, width, device=None):
     """torchvision's crop: the window at (top, left) of height x width. ladle
     expresses windows inside the image, or covering it (padded with zeros)."""
 
@@ -88,7 +135,7 @@ def crop(inpt, top, left, height, width, device="cpu"):
 
 
 def resized_crop(inpt, top, left, height, width, size, interpolation=InterpolationMode.BILINEAR, antialias=True,
-                 device="cpu"):
+                 device=None):
     """torchvision's resized_crop: crop(top, left, height, width), then resize to `size`."""
     interp = interp_type(interpolation, "resized_crop")
 
@@ -104,7 +151,7 @@ def resized_crop(inpt, top, left, height, width, size, interpolation=Interpolati
     return _run(inpt, "resized_crop", device, body)
 
 
-def pad(inpt, padding, fill=None, padding_mode="constant", device="cpu"):
+def pad(inpt, padding, fill=None, padding_mode="constant", device=None):
     """torchvision's pad (see ladle.torchvision.Pad): constant mode only."""
     import numpy as np
 
@@ -128,12 +175,12 @@ def _flip(inpt, who, horizontal, device):
     return _run(inpt, who, device, body)
 
 
-def horizontal_flip(inpt, device="cpu"):
+def horizontal_flip(inpt, device=None):
     """torchvision's horizontal_flip (left-right)."""
     return _flip(inpt, "horizontal_flip", 1, device)
 
 
-def vertical_flip(inpt, device="cpu"):
+def vertical_flip(inpt, device=None):
     """torchvision's vertical_flip (upside down)."""
     return _flip(inpt, "vertical_flip", 0, device)
 
@@ -157,7 +204,7 @@ def _warp(inpt, who, device, inverse_of, expand, interpolation, fill):
 
 
 def rotate(inpt, angle, interpolation=InterpolationMode.NEAREST, expand=False, center=None, fill=None,
-           device="cpu"):
+           device=None):
     """torchvision's rotate: ``angle`` degrees counter-clockwise about
     ``center`` (x, y from the top-left corner; default the image centre),
     ``expand`` to hold the whole rotated image; NEAREST or BILINEAR; ``fill``
@@ -169,7 +216,7 @@ def rotate(inpt, angle, interpolation=InterpolationMode.NEAREST, expand=False, c
 
 
 def affine(inpt, angle, translate, scale, shear, interpolation=InterpolationMode.NEAREST, fill=None, center=None,
-           device="cpu"):
+           device=None):
     """torchvision's affine: rotation by ``angle`` degrees, ``translate``
     (tx, ty) pixels, ``scale``, ``shear`` (a number: x only; or (x, y)
     degrees) about ``center`` (default the image centre)."""
@@ -193,7 +240,7 @@ def _is_float_tensor(x):
     return type(x).__module__.startswith("torch") and hasattr(x, "is_floating_point") and x.is_floating_point()
 
 
-def to_dtype(inpt, dtype=None, scale=False, device="cpu"):
+def to_dtype(inpt, dtype=None, scale=False, device=None):
     """torchvision's to_dtype for images. uint8 images to float32/float16 run
     ladle's crop_mirror_normalize (0..255 -> 0..1 with scale); a tensor that is
     already float is converted by torch."""
@@ -217,7 +264,7 @@ def to_dtype(inpt, dtype=None, scale=False, device="cpu"):
     return _run(inpt, "to_dtype", device, body, as_pil=False)
 
 
-def normalize(inpt, mean, std, inplace=False, device="cpu"):
+def normalize(inpt, mean, std, inplace=False, device=None):
     """torchvision's normalize: (x - mean) / std per channel of a float
     [..., C, H, W] tensor, computed by torch on the tensor's device."""
     import torch
@@ -236,17 +283,17 @@ def _color(inpt, who, device, op):
     """Runs op(batch, dev, samples) -> Batch on uint8 images."""
     inputs = Inputs(inpt, who)
     require_uint8(inputs.dtype, who)
-    return _run(inpt, who, device, lambda b, shapes, dev: (op(b, dev, inputs.samples), False))
+    return _run(inpt, who, device, lambda b, shapes, dev: (op(b, dev, inputs.samples), False), inputs=inputs)
 
 
-def adjust_brightness(inpt, brightness_factor, device="cpu"):
+def adjust_brightness(inpt, brightness_factor, device=None):
     """torchvision's adjust_brightness: brightness_factor * image, saturated
     (ladle's brightness operator; rounds where torchvision truncates)."""
     f = check_factor(brightness_factor, "brightness_factor", "adjust_brightness")
     return _color(inpt, "adjust_brightness", device, lambda b, dev, _: _ldd.brightness(b, device=dev, brightness=f))
 
 
-def adjust_contrast(inpt, contrast_factor, device="cpu"):
+def adjust_contrast(inpt, contrast_factor, device=None):
     """torchvision's adjust_contrast: blends each image with its mean grey
     level (torchvision's, computed on the host) by contrast_factor."""
     f = check_factor(contrast_factor, "contrast_factor", "adjust_contrast")
@@ -255,14 +302,14 @@ def adjust_contrast(inpt, contrast_factor, device="cpu"):
                                                         contrast_center=[gray_mean(a) for a in samples]))
 
 
-def adjust_saturation(inpt, saturation_factor, device="cpu"):
+def adjust_saturation(inpt, saturation_factor, device=None):
     """torchvision's adjust_saturation: blends with the grey image by
     saturation_factor (ladle's saturation operator: the grey is the YIQ luma)."""
     f = check_factor(saturation_factor, "saturation_factor", "adjust_saturation")
     return _color(inpt, "adjust_saturation", device, lambda b, dev, _: _ldd.saturation(b, device=dev, saturation=f))
 
 
-def adjust_hue(inpt, hue_factor, device="cpu"):
+def adjust_hue(inpt, hue_factor, device=None):
     """torchvision's adjust_hue: hue_factor in [-0.5, 0.5] turns of hue. ladle
     rotates the YIQ chroma plane (DALI's hue), not the HSV hue: see the
     package notes for the measured difference."""
@@ -270,7 +317,7 @@ def adjust_hue(inpt, hue_factor, device="cpu"):
     return _color(inpt, "adjust_hue", device, lambda b, dev, _: _ldd.hue(b, device=dev, hue=hue_degrees(h)))
 
 
-def rgb_to_grayscale(inpt, num_output_channels=1, device="cpu"):
+def rgb_to_grayscale(inpt, num_output_channels=1, device=None):
     """torchvision's rgb_to_grayscale: 1 or 3 channels of luma
     (ladle's color_space_conversion RGB -> GRAY)."""
     if num_output_channels not in (1, 3):
@@ -285,7 +332,7 @@ def rgb_to_grayscale(inpt, num_output_channels=1, device="cpu"):
     return _color(inpt, "rgb_to_grayscale", device, op)
 
 
-def gaussian_blur(inpt, kernel_size, sigma=None, device="cpu"):
+def gaussian_blur(inpt, kernel_size, sigma=None, device=None):
     """torchvision's gaussian_blur: ``kernel_size`` an odd int or (kx, ky),
     ``sigma`` a number or (sx, sy) (default, per axis: 0.3 * ((k - 1) * 0.5 -
     1) + 0.8, torchvision's rule and DALI's); reflect borders. ladle's
@@ -309,7 +356,7 @@ def gaussian_blur(inpt, kernel_size, sigma=None, device="cpu"):
     return _run(inpt, "gaussian_blur", device, body)
 
 
-def erase(inpt, i, j, h, w, v, inplace=False, device="cpu"):
+def erase(inpt, i, j, h, w, v, inplace=False, device=None):
     """torchvision's erase: the box (i, j, h, w) set to ``v`` (a number, or
     one per channel; a tensor is read as its values). ladle's erase."""
     try:
@@ -333,38 +380,38 @@ def _auto(inpt, who, device, op):
     return _color(inpt, who, device, body)
 
 
-def posterize(inpt, bits, device="cpu"):
+def posterize(inpt, bits, device=None):
     """torchvision's posterize: keeps the top `bits` (0..8) bits of each value."""
     if not isinstance(bits, int) or not 0 <= bits <= 8:
         raise _ladle.InvalidArgumentError(f"posterize: bits must be an integer in [0, 8], got {bits!r}")
     return _auto(inpt, "posterize", device, lambda b: _aa.posterize(b, bits))
 
 
-def solarize(inpt, threshold, device="cpu"):
+def solarize(inpt, threshold, device=None):
     """torchvision's solarize: 255 - x where x >= threshold."""
     if not 0 <= float(threshold) <= 255:
         raise _ladle.InvalidArgumentError(f"solarize: threshold must be in [0, 255] for uint8, got {threshold!r}")
     return _auto(inpt, "solarize", device, lambda b: _aa.solarize(b, float(threshold)))
 
 
-def invert(inpt, device="cpu"):
+def invert(inpt, device=None):
     """torchvision's invert: 255 - x."""
     return _auto(inpt, "invert", device, _aa.invert)
 
 
-def autocontrast(inpt, device="cpu"):
+def autocontrast(inpt, device=None):
     """torchvision's autocontrast: each channel stretched to [0, 255], truncated (exact)."""
     return _auto(inpt, "autocontrast", device, _aa.autocontrast)
 
 
-def equalize(inpt, device="cpu"):
+def equalize(inpt, device=None):
     """Histogram equalization per channel with ladle's equalize (OpenCV's and
     DALI's formula; torchvision's, like Pillow's, steps the cumulative
     histogram in integers: on 224x224 images within 3 levels)."""
     return _auto(inpt, "equalize", device, _aa.equalize)
 
 
-def adjust_sharpness(inpt, sharpness_factor, device="cpu"):
+def adjust_sharpness(inpt, sharpness_factor, device=None):
     """torchvision's adjust_sharpness: blends with the 3x3 smoothed image
     (its border kept), truncated; within 1 level of torchvision (the
     smoothing sums in another order)."""

@@ -1,0 +1,55 @@
+"""The public names of ladle.torchvision and of ladle.torchvision.v2: one
+list for both packages (each adds its own submodules: v2, functional)."""
+
+from ._io import InterpolationMode
+from ._autoaug import AutoAugment, AutoAugmentPolicy, ConvertImageDtype, RandAugment, RandomApply, TrivialAugmentWide
+from ._transforms import (
+    CenterCrop,
+    ColorJitter,
+    Compose,
+    GaussianBlur,
+    Grayscale,
+    Normalize,
+    Pad,
+    PILToTensor,
+    RandomAffine,
+    RandomErasing,
+    RandomGrayscale,
+    RandomHorizontalFlip,
+    RandomResizedCrop,
+    RandomRotation,
+    RandomVerticalFlip,
+    Resize,
+    ToDtype,
+    ToPureTensor,
+    Transform,
+)
+
+__all__ = [
+    "AutoAugment",
+    "AutoAugmentPolicy",
+    "ConvertImageDtype",
+    "RandAugment",
+    "RandomApply",
+    "TrivialAugmentWide",
+    "CenterCrop",
+    "ColorJitter",
+    "Compose",
+    "GaussianBlur",
+    "Grayscale",
+    "InterpolationMode",
+    "Normalize",
+    "Pad",
+    "PILToTensor",
+    "RandomAffine",
+    "RandomErasing",
+    "RandomGrayscale",
+    "RandomHorizontalFlip",
+    "RandomResizedCrop",
+    "RandomRotation",
+    "RandomVerticalFlip",
+    "Resize",
+    "ToDtype",
+    "ToPureTensor",
+    "Transform",
+]
