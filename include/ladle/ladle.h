@@ -302,6 +302,8 @@ typedef struct ladle_arg_schema {
                                    it (crop_mirror_normalize after resize), when that one accepts it */
 #define LADLE_OP_ACCEPTS_EPILOGUE 128u /* its GPU kernel can apply the operator after it (one flagged
                                           LADLE_OP_EPILOGUE, its output's only reader) per output pixel */
+#define LADLE_OP_ELEMENTWISE 256u /* element-wise: when it reads the output of another such operator that nothing
+                                     else reads, it computes both in one pass (one CPU loop, one GPU kernel) */
 
 /* An operator's schema: everything Python needs to expose it. Static data. */
 typedef struct ladle_op_schema {
@@ -678,7 +680,8 @@ typedef struct ladle_op_stats {
   const char *device;        /* "cpu", "gpu" or "mixed" after placement */
   double seconds;            /* executor wall time in it: its parallel passes over the samples on the CPU;
                               * for GPU operators the time to queue the work, including any host wait */
-  int fused;                 /* 1 when it runs inside its consumer's GPU kernel (its time is counted there) */
+  int fused;                 /* 1 when it runs inside its consumer: in its GPU kernel (an epilogue), or in its
+                              * pass, CPU or GPU (an element-wise chain); its time is counted there */
   /* Counts the operator keeps, by name (e.g. the image decoders' images per decoder: "cpu", "hw",
    * "gpu_hybrid", "retried_on_cpu"); num_counters of them, 0 for most operators. Names are static. */
   int num_counters;

@@ -837,6 +837,11 @@ class Pipeline:
         run() waited: the consumer starved), "operators": [{"op", "name",
         "device", "seconds", "fused", "counters"}, ...] in the order added}.
         A loader that keeps up with training shows wait_seconds near 0.
+        "fused" is True for an operator computed inside the one after it:
+        resize inside crop_mirror_normalize's GPU kernel, or an element-wise
+        expression step (x * 0.5 in x * 0.5 + 1) inside the next step's single
+        pass, on the CPU or the GPU; its seconds then hold only its setup. The
+        environment variable LADLE_NO_FUSION=1 turns fusion off.
 
         "counters" holds the counts an operator keeps ({} for most). The image
         decoders count the images each decoder delivered: "cpu" (libjpeg-turbo

@@ -132,6 +132,13 @@ ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool,
   return LADLE_OK;
 }
 
+ladle_status ladle__batch_shapes(ladle__pool *meta_pool, ladle_dtype dtype, int num_samples, int ndim,
+                                 const int64_t *shapes, const char *layout, ladle_device device, ladle_batch **out) {
+  ladle_status st = new_header(meta_pool, dtype, num_samples, ndim, shapes, 0, layout, out);
+  if (st == LADLE_OK) (*out)->device = device;
+  return st;
+}
+
 /* A view's release: what consumed the view consumed its parent's memory. */
 static void release_view(void *ctx) {
   ladle_batch *view = ctx, *parent = view->parent;

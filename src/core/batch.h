@@ -47,6 +47,12 @@ ladle_status ladle__batch_create(ladle__pool *meta_pool, ladle__pool *data_pool,
 ladle_status ladle__batch_view(ladle__pool *meta_pool, ladle_batch *parent, ladle_dtype dtype, int ndim,
                                const int64_t *shapes, const char *layout, ladle_batch **out);
 
+/* A batch of shapes without data (data NULL): the output of a node that its
+ * consumer computes itself (an element-wise chain merged into one pass),
+ * which nothing reads. The caller owns the one reference. */
+ladle_status ladle__batch_shapes(ladle__pool *meta_pool, ladle_dtype dtype, int num_samples, int ndim,
+                                 const int64_t *shapes, const char *layout, ladle_device device, ladle_batch **out);
+
 /* Elements in sample i. */
 int64_t ladle__batch_sample_elems(const ladle_batch *b, int i);
 

@@ -110,6 +110,13 @@ typedef struct ladle__op_def {
    * neither this node's run_batch nor the consumer's. */
   int (*accepts_epilogue)(const ladle__node *node, const ladle__node *consumer);
   ladle_status (*run_batch_epilogue)(ladle__node *node, ladle__node *consumer, ladle__gpu *g);
+  /* LADLE_OP_ELEMENTWISE: takes `producer` (on this node's device, whose
+   * output is this node's input `input` and read by nothing else) into this
+   * node's own computation; 1 when it did, 0 when it cannot (another kind of
+   * operator, or limits of its kernel). The producer then only runs setup
+   * (its output's shapes and checks), and this node reads producer's inputs
+   * (producer->in_batches, set by the time this node runs) itself. */
+  int (*merge_producer)(ladle__node *node, int input, const ladle__node *producer);
 
   /* Operators that read only one of their inputs per sample (the join of an
    * `if`): the index of the input sample `s` reads, from the node's
@@ -172,6 +179,10 @@ struct ladle__node {
   /* GPU fusion (pipeline/plan.c): fused_into runs inside the kernel of
    * fused_from (its producer, which accepts it as an epilogue). */
   ladle__node *fused_into, *fused_from;
+  /* 1: fused_into computes this node's output itself (merge_producer): the
+   * executor runs this node's setup, gives its output shapes but no memory,
+   * and runs nothing else. */
+  int merged;
   const struct ladle__pipeline_config *config;
   ladle_callback callback;       /* LADLE_OP_CALLBACK operators: the application's function */
   /* 1: an input's desc is known only at run time (it comes from a callback

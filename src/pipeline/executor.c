@@ -268,7 +268,14 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       LADLE_TRY(check_output_size(p, n, k, shapes, batch));
       ladle_batch *b = NULL;
       ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
-      if (n->def->views_input && k == 0) {
+      if (n->merged) { /* its consumer computes from its inputs: shapes only */
+        st = ladle__batch_shapes(p->host_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout,
+                                 n->device == LADLE_ON_CPU ? LADLE_DEVICE_CPU : LADLE_DEVICE_CUDA, &b);
+        if (st != LADLE_OK) {
+          ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+          goto done;
+        }
+      } else if (n->def->views_input && k == 0) {
         st = ladle__batch_view(p->host_pool, n->in_batches[0], n->out[0].dtype, ndim, shapes, n->out[0].layout, &b);
         if (st != LADLE_OK) {
           ladle__op_fail(n, st, "%s", ladle_last_error());
@@ -284,8 +291,8 @@ static ladle_status attempt(ladle_pipeline *p, int64_t iteration, unsigned gener
       }
       p->value_batches[n->first_output + k] = n->out_batches[k] = b;
     }
-    if (n->def->views_input) {
-      /* the view is the output: nothing to run */
+    if (n->def->views_input || n->merged) {
+      /* the view is the output, or the consumer computes it: nothing to run */
     } else if (n->device == LADLE_ON_CPU) {
       ps.setup = 0;
       st = run_pass(&ps);

@@ -6,6 +6,11 @@
  *    epilogue it can apply (LADLE_OP_EPILOGUE: crop_mirror_normalize after
  *    resize) run as one kernel, which reads each input pixel once and writes
  *    the final tensor once, with the same bytes as the two kernels;
+ *  - merging: an element-wise node (LADLE_OP_ELEMENTWISE) whose input is
+ *    the output of another, on the same device, that nothing else reads and
+ *    that is no pipeline output, takes it into its own pass (merge_producer):
+ *    x * 0.5 + 1 is one loop on the CPU and one kernel on the GPU, with the
+ *    bytes of the two; chains merge step by step, in graph order;
  *  - size hints: a node whose only reader makes a fixed-size output whatever
  *    its input's resolution (resize to a fixed size) may make its output
  *    smaller, down to that size (a random-crop decoder's reduced DCT scale,
@@ -52,6 +57,25 @@ static void plan_fusion(ladle_pipeline *p) {
   }
 }
 
+static void plan_merges(ladle_pipeline *p) {
+  for (int i = 0; i < p->num_nodes; i++) {
+    ladle__node *c = p->nodes[i];
+    if (!(c->def->schema.flags & LADLE_OP_ELEMENTWISE) || !c->def->merge_producer || c->deferred) continue;
+    for (int k = 0; k < c->num_inputs; k++) {
+      int v = c->inputs[k];
+      ladle__node *r = p->nodes[p->values[v].node];
+      int as_source = 0;
+      for (int j = 0; j < c->num_sources; j++) as_source |= c->sources[j] == v;
+      if (!(r->def->schema.flags & LADLE_OP_ELEMENTWISE) || r->deferred || r->device != c->device ||
+          r->num_outputs != 1 || r->fused_into || r->fused_from || as_source || is_output(p, v) ||
+          only_consumer(p, v) != c || !c->def->merge_producer(c, k, r))
+        continue;
+      r->fused_into = c;
+      r->merged = 1;
+    }
+  }
+}
+
 static void plan_sizes(ladle_pipeline *p) {
   for (int i = 0; i < p->num_nodes; i++) {
     ladle__node *n = p->nodes[i];
@@ -66,6 +90,13 @@ static void plan_sizes(ladle_pipeline *p) {
 }
 
 void ladle__plan_graph(ladle_pipeline *p) {
-  if (!getenv("LADLE_NO_FUSION")) plan_fusion(p);
+  for (int i = 0; i < p->num_nodes; i++) { /* a build tried again has run every init again */
+    p->nodes[i]->fused_into = p->nodes[i]->fused_from = NULL;
+    p->nodes[i]->merged = 0;
+  }
+  if (!getenv("LADLE_NO_FUSION")) {
+    plan_fusion(p);
+    plan_merges(p);
+  }
   plan_sizes(p);
 }

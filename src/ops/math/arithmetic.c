@@ -3,7 +3,12 @@
  * `operands` says where each operand comes from (an input or a constant),
  * and the rules of math_scalar.h compute it. Shapes broadcast as in NumPy
  * (DALI 2.4 does the same): a per-sample scalar ([] or [1]) against any
- * tensor, [3, 1] against [1, 4], and so on. */
+ * tensor, [3, 1] against [1, 4], and so on.
+ *
+ * A node whose input is the output of another math.arithmetic node that
+ * nothing else reads takes that node's operation into its own program
+ * (arithmetic_merge, called by pipeline/plan.c): the chain runs as one loop
+ * on the CPU, one kernel on the GPU, with the unfused chain's bytes. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,9 +65,19 @@ static int promote(int a, int b) {
 
 /* --- build ----------------------------------------------------------------- */
 
+/* A tensor operand of the program: input `input` of `node` (this node, or
+ * one merged into it, whose inputs the executor has set by the time this
+ * node runs), the pipeline's value `value`. */
+typedef struct arith_leaf {
+  const ladle__node *node;
+  int input, value;
+} arith_leaf;
+
 typedef struct arith_state {
   ladle__math_expr e;
   int input_of[LADLE_MATH_MAX_OPERANDS]; /* the input operand k reads, or -1 for a constant */
+  ladle__math_prog prog;                 /* e, after the operations merged into this node */
+  arith_leaf leaf[LADLE_MATH_MAX_LEAVES];
 } arith_state;
 
 static int dtype_by_name(const char *name) {
@@ -149,6 +164,15 @@ static ladle_status arithmetic_init(ladle__node *n) {
   if (rule == RULE_FLOAT && !is_float(type)) type = LADLE_FLOAT32;
   e->cls = ladle__math_class_of(type);
   e->out_dtype = rule == RULE_CMP ? LADLE_BOOL : type; /* DALI's: comparisons give bool */
+  /* The program of e alone: one leaf per distinct input. */
+  st->prog = (ladle__math_prog){.num_steps = 1, .step = {{.e = *e}}};
+  for (int i = 0; i < n->num_inputs; i++) {
+    int j = 0;
+    while (j < st->prog.num_leaves && st->leaf[j].value != n->inputs[i]) j++;
+    if (j == st->prog.num_leaves) st->leaf[st->prog.num_leaves++] = (arith_leaf){n, i, n->inputs[i]};
+    for (int k = 0; k < count; k++)
+      if (st->input_of[k] == i) st->prog.step[0].ref[k] = j;
+  }
   /* The output has the largest rank of the inputs, and the layout of the
    * first input of that rank that has one. */
   n->out[0] = (ladle__out_desc){.dtype = (ladle_dtype)e->out_dtype};
@@ -196,32 +220,27 @@ static ladle_status broadcast_shape(ladle__node *n, const int64_t *const *shapes
 }
 
 /* The kernel's descriptor of sample `slot`: data pointers, the output's
- * shape and every input operand's strides (0 along broadcast dimensions). */
+ * shape (setup's) and every leaf's strides (0 along broadcast dimensions).
+ * Leaves of merged nodes broadcast against the output directly: a leaf's
+ * extent is 1 or its node's output extent, which is 1 or this one's. */
 static ladle_status describe(ladle__node *n, int slot, ladle__math_sample *d) {
   const arith_state *st = n->state;
-  ladle_batch *const *in = n->in_batches;
-  const int64_t *shapes[LADLE_MAX_INPUTS];
-  int ndims[LADLE_MAX_INPUTS];
-  for (int i = 0; i < n->num_inputs; i++) {
-    shapes[i] = in[i]->shapes + (size_t)slot * in[i]->ndim;
-    ndims[i] = in[i]->ndim;
-  }
+  const ladle_batch *out = n->out_batches[0];
   memset(d, 0, sizeof *d);
-  d->ndim = n->out[0].ndim;
-  LADLE_MATH_PASS(broadcast_shape(n, shapes, ndims, d->shape));
+  d->ndim = out->ndim;
+  memcpy(d->shape, out->shapes + (size_t)slot * out->ndim, sizeof(int64_t) * (size_t)out->ndim);
   d->out = ladle_batch_data(n->out_batches[0], slot);
-  for (int k = 0; k < st->e.arity; k++) {
-    int i = st->input_of[k];
-    if (i < 0) continue;
-    d->in[k] = ladle_batch_data(in[i], slot);
+  for (int k = 0; k < st->prog.num_leaves; k++) {
+    ladle_batch *in = st->leaf[k].node->in_batches[st->leaf[k].input];
+    const int64_t *shape = in->shapes + (size_t)slot * in->ndim;
+    d->in[k] = ladle_batch_data(in, slot);
     int64_t stride = 1;
-    for (int dd = ndims[i] - 1; dd >= 0; dd--) {
-      int od = d->ndim - ndims[i] + dd;
-      d->strides[k][od] = shapes[i][dd] == 1 ? 0 : stride;
-      stride *= shapes[i][dd];
+    for (int dd = in->ndim - 1; dd >= 0; dd--) {
+      d->strides[k][d->ndim - in->ndim + dd] = shape[dd] == 1 ? 0 : stride;
+      stride *= shape[dd];
     }
   }
-  ladle__math_collapse(d, st->e.arity);
+  ladle__math_collapse(d, st->prog.num_leaves);
   return LADLE_OK;
 }
 
@@ -242,15 +261,61 @@ static ladle_status arithmetic_run(ladle__node *n, ladle__sample *s) {
   const arith_state *st = n->state;
   ladle__math_sample d;
   LADLE_MATH_PASS(describe(n, s->slot, &d));
-  if (ladle__math_run(&st->e, &d))
+  int failed = ladle__math_run_prog(&st->prog, &d);
+  if (failed)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "'%s': integer division by zero%s%s",
-                         op_names[st->e.op], s->name ? " in sample " : "", s->name ? s->name : "");
+                         op_names[st->prog.step[failed - 1].e.op], s->name ? " in sample " : "", s->name ? s->name : "");
   return LADLE_OK;
+}
+
+/* Leaf `l` in table `leaf` of *count: its index, added unless a leaf reads
+ * the same value; -1 when the table is full. */
+static int add_leaf(arith_leaf *leaf, int *count, arith_leaf l) {
+  for (int j = 0; j < *count; j++)
+    if (leaf[j].value == l.value) return j;
+  if (*count == LADLE_MATH_MAX_LEAVES) return -1;
+  leaf[*count] = l;
+  return (*count)++;
+}
+
+/* The op_def's merge_producer: `producer`'s program, then this node's, which
+ * reads producer's result (its input `input`) from the register of its last
+ * step instead of memory. */
+static int arithmetic_merge(ladle__node *n, int input, const ladle__node *producer) {
+  if (producer->def != n->def) return 0;
+  arith_state *c = n->state;
+  const arith_state *r = producer->state;
+  const int rs = r->prog.num_steps, value = n->inputs[input];
+  if (rs + c->prog.num_steps > LADLE_MATH_MAX_STEPS) return 0;
+  ladle__math_prog p = {.num_steps = rs + c->prog.num_steps};
+  arith_leaf leaf[LADLE_MATH_MAX_LEAVES];
+  int map_r[LADLE_MATH_MAX_LEAVES], map_c[LADLE_MATH_MAX_LEAVES]; /* old leaf -> new operand ref */
+  for (int j = 0; j < r->prog.num_leaves; j++)
+    if ((map_r[j] = add_leaf(leaf, &p.num_leaves, r->leaf[j])) < 0) return 0;
+  for (int j = 0; j < c->prog.num_leaves; j++) {
+    if (c->leaf[j].value == value)
+      map_c[j] = -rs; /* the register of step rs - 1 */
+    else if ((map_c[j] = add_leaf(leaf, &p.num_leaves, c->leaf[j])) < 0)
+      return 0;
+  }
+  for (int t = 0; t < p.num_steps; t++) {
+    const int mine = t >= rs;
+    const ladle__math_step *from = mine ? &c->prog.step[t - rs] : &r->prog.step[t];
+    p.step[t] = *from;
+    for (int k = 0; k < from->e.arity; k++) {
+      int ref = from->ref[k];
+      if (from->e.is_constant[k]) continue;
+      p.step[t].ref[k] = ref >= 0 ? (mine ? map_c : map_r)[ref] : mine ? ref - rs : ref;
+    }
+  }
+  c->prog = p;
+  memcpy(c->leaf, leaf, sizeof leaf);
+  return 1;
 }
 
 #ifdef LADLE_HAVE_CUDA
 static ladle_status arithmetic_run_batch(ladle__node *n, ladle__gpu *g) {
-  return ladle__math_run_batch(n, g, &((const arith_state *)n->state)->e, describe);
+  return ladle__math_run_batch(n, g, &((const arith_state *)n->state)->prog, describe);
 }
 #define ARITHMETIC_RUN_BATCH arithmetic_run_batch
 #else
@@ -263,11 +328,12 @@ const ladle__op_def ladle__op_math_arithmetic = {
                       "% ** == != < <= > >= & | ^ << >> ~ and ladle.math's functions call it). Inputs broadcast "
                       "against each other as in NumPy; constants are scalars.",
                .min_inputs = 1, .max_inputs = LADLE_MATH_MAX_OPERANDS, .num_outputs = 1,
-               .devices = LADLE_ON_CPU_GPU,
+               .devices = LADLE_ON_CPU_GPU, .flags = LADLE_OP_ELEMENTWISE,
                .num_args = 4, .args = arithmetic_args},
     .init = arithmetic_init,
     .fini = arithmetic_fini,
     .setup = arithmetic_setup,
     .run = arithmetic_run,
     .run_batch = ARITHMETIC_RUN_BATCH,
+    .merge_producer = arithmetic_merge,
 };

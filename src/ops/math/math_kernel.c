@@ -1,6 +1,8 @@
 /* The CPU side of the element-wise kernel (math_kernel.h). */
 #include "ops/math/math_kernel.h"
 
+#include <string.h>
+
 #include "ops/math/math_scalar.h"
 
 int64_t ladle__math_count(const ladle__math_sample *s) {
@@ -9,7 +11,7 @@ int64_t ladle__math_count(const ladle__math_sample *s) {
   return n;
 }
 
-void ladle__math_collapse(ladle__math_sample *s, int arity) {
+void ladle__math_collapse(ladle__math_sample *s, int arity) { /* arity: the leaves */
   int nd = 0;
   for (int d = 0; d < s->ndim; d++) {
     if (s->shape[d] == 1) continue; /* its index is always 0 */
@@ -105,53 +107,120 @@ APPLY_BLOCK(apply_i32, int64_t, int32_t, ladle__math_i32)
 APPLY_BLOCK(apply_i64, int64_t, int64_t, ladle__math_i64)
 APPLY_BLOCK(apply_f32, float, float, ladle__math_f32)
 
-/* One run of n <= BLOCK output elements from o; operand k starts at base[k]
- * and advances by step[k]. Returns 1 on an integer division by zero. */
-static int run_block(const ladle__math_expr *e, const void *const *in, const int64_t *base, const int64_t *step,
+void ladle__math_prog_of(const ladle__math_expr *e, ladle__math_prog *p) {
+  memset(p, 0, sizeof *p);
+  p->num_steps = 1;
+  p->num_leaves = e->arity;
+  p->step[0].e = *e;
+  for (int k = 0; k < LADLE_MATH_MAX_OPERANDS; k++) p->step[0].ref[k] = k;
+}
+
+/* One run of n <= BLOCK output elements from o; leaf k starts at base[k] and
+ * advances by step[k]. A step's result reaches later steps as if stored in
+ * its output type and loaded back: where that round trip changes nothing
+ * (float32 results of float operations, int32 and int64 results of integer
+ * ones) the block of the computing class is read as it is; otherwise it is
+ * stored in the output type into `reg`, and loaded from there like a tensor.
+ * Returns t + 1 on an integer division by zero in step t. */
+static int run_block(const ladle__math_prog *p, const void *const *in, const int64_t *base, const int64_t *step,
                      void *out, int64_t o, int64_t n) {
-  /* Operands past the arity are not used: they alias operand 0. */
-  const int b = e->arity > 1, c = e->arity > 2 ? 2 : 0;
-  if (e->cls == LADLE_MATH_F32) {
-    float v[LADLE_MATH_MAX_OPERANDS][BLOCK], r[BLOCK];
-    for (int k = 0; k < e->arity; k++) load_f32(v[k], in[k], e->in_dtype[k], base[k], step[k], n);
-    apply_f32(e->op, r, v[0], v[b], v[c], n);
-    store_f32(out, e->out_dtype, o, r, n);
-    return 0;
+  union {
+    float f[BLOCK];
+    int64_t i[BLOCK];
+  } reg[LADLE_MATH_MAX_STEPS - 1];
+  int reg_dtype[LADLE_MATH_MAX_STEPS]; /* how reg[t] holds step t's result: FLOAT32 in .f, INT64 in .i, else bytes */
+  for (int t = 0; t < p->num_steps; t++) {
+    const ladle__math_expr *e = &p->step[t].e;
+    const int last = t == p->num_steps - 1, f32 = e->cls == LADLE_MATH_F32;
+    const int raw = !last && (f32 ? e->out_dtype == LADLE_FLOAT32
+                                  : e->out_dtype == (e->cls == LADLE_MATH_I64 ? LADLE_INT64 : LADLE_INT32));
+    float vf[LADLE_MATH_MAX_OPERANDS][BLOCK], rf[BLOCK];
+    int64_t vi[LADLE_MATH_MAX_OPERANDS][BLOCK], ri[BLOCK];
+    const float *af[LADLE_MATH_MAX_OPERANDS];
+    const int64_t *ai[LADLE_MATH_MAX_OPERANDS];
+    for (int k = 0; k < e->arity; k++) {
+      const int ref = p->step[t].ref[k];
+      const void *src;
+      int64_t from = 0, by = 0;
+      int dtype = e->in_dtype[k];
+      af[k] = vf[k];
+      ai[k] = vi[k];
+      if (e->is_constant[k]) {
+        src = &e->constant[k];
+      } else if (ref >= 0) {
+        src = in[ref], from = base[ref], by = step[ref];
+      } else {
+        const int j = -1 - ref;
+        if (f32 && reg_dtype[j] == LADLE_FLOAT32) {
+          af[k] = reg[j].f;
+          continue;
+        }
+        if (!f32 && reg_dtype[j] == LADLE_INT64) {
+          ai[k] = reg[j].i;
+          continue;
+        }
+        src = &reg[j], by = 1, dtype = reg_dtype[j];
+      }
+      if (f32)
+        load_f32(vf[k], src, dtype, from, by, n);
+      else
+        load_int(vi[k], src, dtype, from, by, n);
+    }
+    /* Operands past the arity are not used: they alias operand 0. */
+    const int b = e->arity > 1, c = e->arity > 2 ? 2 : 0;
+    if (f32) {
+      float *r = raw ? reg[t].f : rf;
+      apply_f32(e->op, r, af[0], af[b], af[c], n);
+      if (raw)
+        reg_dtype[t] = LADLE_FLOAT32;
+      else if (last)
+        store_f32(out, e->out_dtype, o, r, n);
+      else
+        store_f32(&reg[t], reg_dtype[t] = e->out_dtype, 0, r, n);
+      continue;
+    }
+    if (e->op == LADLE_MATH_DIV || e->op == LADLE_MATH_MOD) {
+      int zero = 0;
+      for (int64_t j = 0; j < n; j++) zero |= ai[1][j] == 0;
+      if (zero) return t + 1;
+    }
+    int64_t *r = raw ? reg[t].i : ri;
+    (e->cls == LADLE_MATH_I64 ? apply_i64 : apply_i32)(e->op, r, ai[0], ai[b], ai[c], n);
+    if (raw)
+      reg_dtype[t] = LADLE_INT64;
+    else if (last)
+      store_int(out, e->out_dtype, o, r, n);
+    else
+      store_int(&reg[t], reg_dtype[t] = e->out_dtype, 0, r, n);
   }
-  int64_t v[LADLE_MATH_MAX_OPERANDS][BLOCK], r[BLOCK];
-  for (int k = 0; k < e->arity; k++) load_int(v[k], in[k], e->in_dtype[k], base[k], step[k], n);
-  if (e->op == LADLE_MATH_DIV || e->op == LADLE_MATH_MOD) {
-    int zero = 0;
-    for (int64_t j = 0; j < n; j++) zero |= v[1][j] == 0;
-    if (zero) return 1;
-  }
-  (e->cls == LADLE_MATH_I64 ? apply_i64 : apply_i32)(e->op, r, v[0], v[b], v[c], n);
-  store_int(out, e->out_dtype, o, r, n);
   return 0;
 }
 
 int ladle__math_run(const ladle__math_expr *e, const ladle__math_sample *s) {
-  const int arity = e->arity, nd = s->ndim;
+  ladle__math_prog p;
+  ladle__math_prog_of(e, &p);
+  return ladle__math_run_prog(&p, s) != 0;
+}
+
+int ladle__math_run_prog(const ladle__math_prog *p, const ladle__math_sample *s) {
+  const int leaves = p->num_leaves, nd = s->ndim;
   const int64_t count = ladle__math_count(s);
   /* The innermost dimension is walked in blocks; an odometer walks the others. */
   const int64_t inner = nd > 0 ? s->shape[nd - 1] : 1;
-  int64_t step[LADLE_MATH_MAX_OPERANDS] = {0, 0, 0}, idx[LADLE_MAX_NDIM] = {0};
-  int64_t base[LADLE_MATH_MAX_OPERANDS] = {0, 0, 0};
-  const void *in[LADLE_MATH_MAX_OPERANDS] = {NULL, NULL, NULL};
-  for (int k = 0; k < arity; k++) {
-    step[k] = nd > 0 && !e->is_constant[k] ? s->strides[k][nd - 1] : 0;
-    in[k] = e->is_constant[k] ? (const void *)&e->constant[k] : s->in[k];
-  }
+  int64_t step[LADLE_MATH_MAX_LEAVES] = {0}, idx[LADLE_MAX_NDIM] = {0};
+  int64_t base[LADLE_MATH_MAX_LEAVES] = {0};
+  for (int k = 0; k < leaves; k++) step[k] = nd > 0 ? s->strides[k][nd - 1] : 0;
   for (int64_t o = 0; o < count; o += inner) {
     for (int64_t j = 0; j < inner; j += BLOCK) {
-      int64_t at[LADLE_MATH_MAX_OPERANDS];
-      for (int k = 0; k < arity; k++) at[k] = base[k] + j * step[k];
-      if (run_block(e, in, at, step, s->out, o + j, inner - j < BLOCK ? inner - j : BLOCK)) return 1;
+      int64_t at[LADLE_MATH_MAX_LEAVES];
+      for (int k = 0; k < leaves; k++) at[k] = base[k] + j * step[k];
+      int failed = run_block(p, s->in, at, step, s->out, o + j, inner - j < BLOCK ? inner - j : BLOCK);
+      if (failed) return failed;
     }
     for (int d = nd - 2; d >= 0; d--) { /* next row */
-      for (int k = 0; k < arity; k++) base[k] += e->is_constant[k] ? 0 : s->strides[k][d];
+      for (int k = 0; k < leaves; k++) base[k] += s->strides[k][d];
       if (++idx[d] < s->shape[d]) break;
-      for (int k = 0; k < arity; k++) base[k] -= e->is_constant[k] ? 0 : s->strides[k][d] * s->shape[d];
+      for (int k = 0; k < leaves; k++) base[k] -= s->strides[k][d] * s->shape[d];
       idx[d] = 0;
     }
   }

@@ -18,7 +18,7 @@ extern "C" {
 namespace {
 
 struct math_params {
-  ladle__math_expr e;
+  ladle__math_prog p;
   ladle__math_sample s[1]; /* n of them */
 };
 
@@ -27,28 +27,41 @@ size_t param_bytes(int n) {
   return (b + 15) & ~(size_t)15;
 }
 
-/* grid (blocks, samples), block 256: a grid-stride loop over each sample. */
+/* grid (blocks, samples), block 256: a grid-stride loop over each sample.
+ * Each step's result lives in reg[t] as one element of its output type (the
+ * bytes the unfused chain would store), which later steps load. */
 __global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict__ p) {
-  const ladle__math_expr &e = p->e;
+  const ladle__math_prog &prog = p->p;
   const ladle__math_sample *sp = &p->s[blockIdx.y];
-  const void *in[LADLE_MATH_MAX_OPERANDS];
-  for (int k = 0; k < e.arity; k++) in[k] = e.is_constant[k] ? (const void *)&e.constant[k] : sp->in[k];
-  const int nd = sp->ndim;
+  const int nd = sp->ndim, leaves = prog.num_leaves, steps = prog.num_steps;
   int64_t count = 1;
   for (int d = 0; d < nd; d++) count *= sp->shape[d];
   const int64_t stride = (int64_t)gridDim.x * blockDim.x;
   for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
-    int64_t off[LADLE_MATH_MAX_OPERANDS] = {0, 0, 0}, rest = i;
+    int64_t off[LADLE_MATH_MAX_LEAVES] = {0}, rest = i;
     if (nd == 1) { /* the common case after collapsing: no 64-bit divisions */
-      for (int k = 0; k < e.arity; k++) off[k] = e.is_constant[k] ? 0 : i * sp->strides[k][0];
+      for (int k = 0; k < leaves; k++) off[k] = i * sp->strides[k][0];
       rest = 0;
     }
     for (int d = nd == 1 ? -1 : nd - 1; d >= 0; d--) {
       const int64_t q = rest / sp->shape[d], r = rest - q * sp->shape[d];
-      for (int k = 0; k < e.arity; k++) off[k] += e.is_constant[k] ? 0 : r * sp->strides[k][d];
+      for (int k = 0; k < leaves; k++) off[k] += r * sp->strides[k][d];
       rest = q;
     }
-    ladle__math_element(e.op, e.cls, e.arity, sp->out, i, e.out_dtype, in, e.in_dtype, off);
+    int64_t reg[LADLE_MATH_MAX_STEPS - 1];
+    for (int t = 0; t < steps; t++) {
+      const ladle__math_step &st = prog.step[t];
+      const void *src[LADLE_MATH_MAX_OPERANDS];
+      int64_t at[LADLE_MATH_MAX_OPERANDS];
+      for (int k = 0; k < st.e.arity; k++) {
+        const int ref = st.ref[k];
+        src[k] = st.e.is_constant[k] ? (const void *)&st.e.constant[k] : ref >= 0 ? sp->in[ref] : (const void *)&reg[-1 - ref];
+        at[k] = st.e.is_constant[k] || ref < 0 ? 0 : off[ref];
+      }
+      const int last = t == steps - 1;
+      ladle__math_element(st.e.op, st.e.cls, st.e.arity, last ? sp->out : (void *)&reg[t], last ? i : 0,
+                          st.e.out_dtype, src, st.e.in_dtype, at);
+    }
   }
 }
 
@@ -58,17 +71,35 @@ extern "C" size_t ladle__gpu_math_param_bytes(int n) { return param_bytes(n); }
 
 extern "C" ladle_status ladle__gpu_math(const ladle__math_expr *e, const ladle__math_sample *d, int n,
                                         void *host_params, void *dev_params, size_t bytes, void *stream) {
+  ladle__math_prog p;
+  if (!e) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL operation");
+  ladle__math_prog_of(e, &p);
+  return ladle__gpu_math_prog(&p, d, n, host_params, dev_params, bytes, stream);
+}
+
+extern "C" ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const ladle__math_sample *d, int n,
+                                             void *host_params, void *dev_params, size_t bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
   math_params *hp = (math_params *)host_params;
   int64_t largest = 1;
   LADLE_CUDA_ENTER();
-  LADLE_CHECK(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && e && d && host_params && dev_params &&
+  LADLE_CHECK(n >= 1 && n <= LADLE__GPU_MAX_SAMPLES && p && d && host_params && dev_params &&
                   !((uintptr_t)host_params & 15) && !((uintptr_t)dev_params & 15) && bytes >= param_bytes(n),
               LADLE_ERROR_INVALID_ARGUMENT, "bad batch (n = %d), or parameter buffers too small or unaligned", n);
-  LADLE_CHECK(e->arity >= 1 && e->arity <= LADLE_MATH_MAX_OPERANDS && e->op >= 0 && e->op < LADLE_MATH_OP_COUNT,
-              LADLE_ERROR_INVALID_ARGUMENT, "bad operation %d with %d operands", e->op, e->arity);
-  hp->e = *e;
+  LADLE_CHECK(p->num_steps >= 1 && p->num_steps <= LADLE_MATH_MAX_STEPS && p->num_leaves >= 0 &&
+                  p->num_leaves <= LADLE_MATH_MAX_LEAVES,
+              LADLE_ERROR_INVALID_ARGUMENT, "bad program: %d steps, %d leaves", p->num_steps, p->num_leaves);
+  for (int t = 0; t < p->num_steps; t++) {
+    const ladle__math_step *q = &p->step[t];
+    LADLE_CHECK(q->e.arity >= 1 && q->e.arity <= LADLE_MATH_MAX_OPERANDS && q->e.op >= 0 &&
+                    q->e.op < LADLE_MATH_OP_COUNT,
+                LADLE_ERROR_INVALID_ARGUMENT, "step %d: bad operation %d with %d operands", t, q->e.op, q->e.arity);
+    for (int k = 0; k < q->e.arity; k++)
+      LADLE_CHECK(q->e.is_constant[k] || (q->ref[k] >= 0 ? q->ref[k] < p->num_leaves : -1 - q->ref[k] < t),
+                  LADLE_ERROR_INVALID_ARGUMENT, "step %d: operand %d refers to %d", t, k, q->ref[k]);
+  }
+  hp->p = *p;
   for (int i = 0; i < n; i++) {
     LADLE_CHECK(d[i].ndim >= 0 && d[i].ndim <= LADLE_MAX_NDIM && d[i].out, LADLE_ERROR_INVALID_ARGUMENT,
                 "sample %d: bad descriptor", i);

@@ -4,14 +4,14 @@
  * (a scalar has all strides 0); a subscript is the copy ("plus") of one
  * operand read with an offset and arbitrary (also negative) strides.
  *
- * Toward fused chains (x * 0.5 + 1 in one pass): every operand already
- * carries its own strides relative to the output, and the per-element
- * functions take values, not memory. A chain becomes one expression by
- * turning `op` into a short program (steps of op, class and operand refs:
- * a leaf operand or an earlier step's register) that ladle__math_element
- * runs per element in registers, one load per leaf and one store in all;
- * the planner would merge math.arithmetic nodes whose intermediate outputs
- * have one reader, composing their leaves' strides. */
+ * A chain of operations (x * 0.5 + 1) runs as one program (ladle__math_prog):
+ * steps of one operation each, whose operands are leaves (tensors read
+ * through strides), constants, or earlier steps' results. A step's result is
+ * converted to the step's output type before a later step reads it, exactly
+ * as if it had been stored to memory and loaded back: a fused chain gives
+ * the bytes of the chain run operation by operation, with one load per leaf
+ * element and one store per output element. math.arithmetic's nodes merge
+ * into such programs at build (pipeline/plan.c, LADLE_OP_ELEMENTWISE). */
 #ifndef LADLE_OPS_MATH_MATH_KERNEL_H
 #define LADLE_OPS_MATH_MATH_KERNEL_H
 
@@ -25,8 +25,10 @@ extern "C" {
 #endif
 
 #define LADLE_MATH_MAX_OPERANDS 3
+#define LADLE_MATH_MAX_STEPS 8  /* operations in one program */
+#define LADLE_MATH_MAX_LEAVES 8 /* tensor operands of one program */
 
-/* The operation of a whole batch. */
+/* One operation of a whole batch. */
 typedef struct ladle__math_expr {
   int op;                                  /* ladle__math_op */
   int cls;                                 /* ladle__math_class the operation is computed in */
@@ -40,14 +42,33 @@ typedef struct ladle__math_expr {
   int64_t constant[LADLE_MATH_MAX_OPERANDS];
 } ladle__math_expr;
 
+/* A step of a program: an operation whose operand k (not constant) is leaf
+ * ref[k] when ref[k] >= 0, else the result of step -1 - ref[k] (an earlier
+ * one; e.in_dtype[k] is then that step's out_dtype). */
+typedef struct ladle__math_step {
+  ladle__math_expr e;
+  int ref[LADLE_MATH_MAX_OPERANDS];
+} ladle__math_step;
+
+/* Operations in sequence; the last step's result is the output. */
+typedef struct ladle__math_prog {
+  int num_steps;  /* 1..LADLE_MATH_MAX_STEPS */
+  int num_leaves; /* 0..LADLE_MATH_MAX_LEAVES */
+  ladle__math_step step[LADLE_MATH_MAX_STEPS];
+} ladle__math_prog;
+
+/* The program of one operation: operand k not constant is leaf k. */
+void ladle__math_prog_of(const ladle__math_expr *e, ladle__math_prog *p);
+
 /* One sample: output element (i_0, ..., i_{ndim-1}) of the packed output of
- * `shape` reads operand k at in[k] + sum_d i_d * strides[k][d] (elements). */
+ * `shape` reads operand (leaf) k at in[k] + sum_d i_d * strides[k][d]
+ * (elements). */
 typedef struct ladle__math_sample {
   void *out;
-  const void *in[LADLE_MATH_MAX_OPERANDS];
+  const void *in[LADLE_MATH_MAX_LEAVES];
   int ndim; /* 0..LADLE_MAX_NDIM */
   int64_t shape[LADLE_MAX_NDIM];
-  int64_t strides[LADLE_MATH_MAX_OPERANDS][LADLE_MAX_NDIM];
+  int64_t strides[LADLE_MATH_MAX_LEAVES][LADLE_MAX_NDIM];
 } ladle__math_sample;
 
 /* Elements of the sample's output. */
@@ -57,11 +78,15 @@ int64_t ladle__math_count(const ladle__math_sample *s);
  * each other, or broadcast), drops dimensions of extent 1: equal shapes
  * become one dimension, a scalar against a tensor too. Same result, fewer
  * index computations. */
-void ladle__math_collapse(ladle__math_sample *s, int arity);
+void ladle__math_collapse(ladle__math_sample *s, int num_leaves);
 
 /* The CPU kernel. Integer division or modulo by zero: returns 1 (the
  * output is then incomplete), else 0. */
 int ladle__math_run(const ladle__math_expr *e, const ladle__math_sample *s);
+/* The CPU kernel of a program: one loop over the output, the steps run on
+ * blocks of elements held in cache. Integer division or modulo by zero in
+ * step t: returns t + 1 (the output is then incomplete), else 0. */
+int ladle__math_run_prog(const ladle__math_prog *p, const ladle__math_sample *s);
 
 #ifdef LADLE_HAVE_CUDA
 /* The CUDA kernel on n samples (gpu_kernels.h's launcher rules: descriptors
@@ -75,6 +100,11 @@ int ladle__math_run(const ladle__math_expr *e, const ladle__math_sample *s);
 size_t ladle__gpu_math_param_bytes(int n);
 ladle_status ladle__gpu_math(const ladle__math_expr *e, const ladle__math_sample *d, int n, void *host_params,
                              void *dev_params, size_t param_bytes, void *stream);
+/* The same for a program: one kernel, each thread running every step on its
+ * element in registers; results as ladle__math_run_prog's, with the same
+ * exceptions (a) and (b). */
+ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const ladle__math_sample *d, int n, void *host_params,
+                                  void *dev_params, size_t param_bytes, void *stream);
 #endif
 
 #ifdef __cplusplus

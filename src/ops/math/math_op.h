@@ -18,8 +18,9 @@
  * the current iteration). */
 typedef ladle_status (*ladle__math_describe_fn)(ladle__node *n, int slot, ladle__math_sample *d);
 
-/* run_batch of such an operator: every sample described, one launch. */
-ladle_status ladle__math_run_batch(ladle__node *n, ladle__gpu *g, const ladle__math_expr *e,
+/* run_batch of such an operator: every sample described, one launch of the
+ * program. */
+ladle_status ladle__math_run_batch(ladle__node *n, ladle__gpu *g, const ladle__math_prog *prog,
                                    ladle__math_describe_fn describe);
 
 #endif

@@ -160,15 +160,28 @@ LADLE__MATH_INT_FN(ladle__math_i32, int32_t, uint32_t, 32)
 LADLE__MATH_INT_FN(ladle__math_i64, int64_t, uint64_t, 64)
 #undef LADLE__MATH_INT_FN
 
+/* + - * of floats, each rounded by itself on the GPU too: nvcc may contract
+ * a product and a sum into one fused multiply-add, which the CPU does not do
+ * (a fused chain keeps x * 0.5 + 1 two roundings, as the unfused one). */
+#if defined(__CUDA_ARCH__)
+#define LADLE__MATH_FADD(a, b) __fadd_rn((a), (b))
+#define LADLE__MATH_FSUB(a, b) __fsub_rn((a), (b))
+#define LADLE__MATH_FMUL(a, b) __fmul_rn((a), (b))
+#else
+#define LADLE__MATH_FADD(a, b) ((a) + (b))
+#define LADLE__MATH_FSUB(a, b) ((a) - (b))
+#define LADLE__MATH_FMUL(a, b) ((a) * (b))
+#endif
+
 /* Float operations: C's float functions (libm on the CPU, CUDA's on the
  * GPU). `div` of floats is true division, as in DALI; `mod` is fmod; min and
  * max are std::min/std::max (a NaN in the first operand propagates); rsqrt is
  * 1 / sqrt (both correctly rounded, not CUDA's approximate rsqrtf). */
 LADLE__MATH_FN float ladle__math_f32(int op, float a, float b, float c) {
   switch (op) {
-    case LADLE_MATH_ADD: return a + b;
-    case LADLE_MATH_SUB: return a - b;
-    case LADLE_MATH_MUL: return a * b;
+    case LADLE_MATH_ADD: return LADLE__MATH_FADD(a, b);
+    case LADLE_MATH_SUB: return LADLE__MATH_FSUB(a, b);
+    case LADLE_MATH_MUL: return LADLE__MATH_FMUL(a, b);
     case LADLE_MATH_DIV:
     case LADLE_MATH_FDIV: return a / b;
     case LADLE_MATH_MOD: return fmodf(a, b);

@@ -157,7 +157,9 @@ static ladle_status subscript_run(ladle__node *n, ladle__sample *s) {
 
 #ifdef LADLE_HAVE_CUDA
 static ladle_status subscript_run_batch(ladle__node *n, ladle__gpu *g) {
-  return ladle__math_run_batch(n, g, &((const subscript_state *)n->state)->e, describe);
+  ladle__math_prog prog;
+  ladle__math_prog_of(&((const subscript_state *)n->state)->e, &prog);
+  return ladle__math_run_batch(n, g, &prog, describe);
 }
 #define SUBSCRIPT_RUN_BATCH subscript_run_batch
 #else

@@ -29,6 +29,7 @@ int main(void) {
 #include "ops/kernels/half.h"
 #include "ops/math/math_kernel.h"
 #include "ops/math/math_scalar.h"
+#include "math_chain.h"
 #include "test.h"
 
 static ladle__rng rng;
@@ -196,10 +197,80 @@ static void test_strided_copy(void) {
   cudaFree(dp);
 }
 
+/* Fused programs (math_chain.h's random chains of 1..8 steps, mixed types,
+ * broadcast leaves) in one kernel against the CPU program: the same bytes,
+ * NaNs of either sign counting as equal (CUDA's sqrtf of a negative value
+ * gives another NaN bit pattern than the CPU's; every operation used is
+ * correctly rounded, so nothing else may differ). 3 samples a launch. */
+static void test_chains(void) {
+  enum { N = CHAIN_H * CHAIN_W, S = 3 };
+  static uint8_t cpu_out[S][N * 4], gpu_out[S][N * 4];
+  ladle__rng r;
+  ladle__rng_init(&r, 7, 3, 0, 0);
+  void *hp = NULL, *dp = NULL, *dout[S] = {NULL};
+  size_t bytes = ladle__gpu_math_param_bytes(S);
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  for (int i = 0; i < S; i++) CHECK(cudaMalloc(&dout[i], sizeof gpu_out[0]) == cudaSuccess);
+  for (int trial = 0; trial < 200; trial++) {
+    chain_case c[S];
+    ladle__math_sample cpu[S], gpu[S];
+    void *dleaf[S][LADLE_MATH_MAX_LEAVES] = {{NULL}};
+    chain_make(&r, 1 + trial % LADLE_MATH_MAX_STEPS, &c[0]);
+    for (int i = 0; i < S; i++) { /* one program, other leaf values per sample */
+      if (i) {
+        c[i] = c[0];
+        for (int k = 0; k < c[0].p.num_leaves; k++) {
+          int64_t n = chain_leaf_elems(c[0].leaf_shape[k]);
+          c[i].leaf[k] = malloc((size_t)n * 4);
+          chain_fill(&r, c[i].leaf[k], c[0].leaf_dtype[k], n);
+        }
+      }
+      for (int k = 0; k < c[0].p.num_leaves; k++) {
+        size_t lb = (size_t)chain_leaf_elems(c[0].leaf_shape[k]) * 4;
+        CHECK(cudaMalloc(&dleaf[i][k], lb) == cudaSuccess);
+        CHECK(cudaMemcpy(dleaf[i][k], c[i].leaf[k], lb, cudaMemcpyHostToDevice) == cudaSuccess);
+      }
+      chain_describe(&c[i], c[i].leaf, cpu_out[i], &cpu[i]);
+      chain_describe(&c[i], dleaf[i], dout[i], &gpu[i]);
+      ladle__math_collapse(&gpu[i], c[0].p.num_leaves);
+      CHECK(ladle__math_run_prog(&c[0].p, &cpu[i]) == 0);
+    }
+    CHECK_OK(ladle__gpu_math_prog(&c[0].p, gpu, S, hp, dp, bytes, NULL));
+    const int out_type = c[0].p.step[c[0].p.num_steps - 1].e.out_dtype;
+    const size_t es = ladle_dtype_size((ladle_dtype)out_type);
+    for (int i = 0; i < S; i++) {
+      CHECK(cudaMemcpy(gpu_out[i], dout[i], (size_t)N * es, cudaMemcpyDeviceToHost) == cudaSuccess);
+      int64_t bad = 0;
+      for (int64_t j = 0; j < N; j++) {
+        if (!memcmp(cpu_out[i] + j * es, gpu_out[i] + j * es, es)) continue;
+        float a = 0, b = 0;
+        if (out_type == LADLE_FLOAT32) {
+          memcpy(&a, cpu_out[i] + j * 4, 4);
+          memcpy(&b, gpu_out[i] + j * 4, 4);
+        } else if (out_type == LADLE_FLOAT16) {
+          a = ladle__f16_to_f32(((const uint16_t *)cpu_out[i])[j]);
+          b = ladle__f16_to_f32(((const uint16_t *)gpu_out[i])[j]);
+        } else {
+          a = 0, b = 1;
+        }
+        bad += !(a != a && b != b);
+      }
+      if (bad) fprintf(stderr, "chain trial %d sample %d: %lld elements differ\n", trial, i, (long long)bad);
+      CHECK(bad == 0);
+      for (int k = 0; k < c[0].p.num_leaves; k++) cudaFree(dleaf[i][k]);
+      chain_free(&c[i]);
+    }
+  }
+  for (int i = 0; i < S; i++) cudaFree(dout[i]);
+  cudaFreeHost(hp);
+  cudaFree(dp);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) return 77;
   RUN(test_every_op_and_type);
   RUN(test_strided_copy);
+  RUN(test_chains);
   TEST_MAIN_END();
 }
 
