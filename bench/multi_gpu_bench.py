@@ -54,6 +54,17 @@ def rank_env(rank, world, port, dali=False):
     return env
 
 
+def die_with_parent(cores=None):
+    """In a rank's child, before exec: SIGTERM when the bench process dies (a
+    killed run leaves no ranks behind), and its own cores."""
+    import ctypes
+    import signal
+
+    ctypes.CDLL(None).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    if cores:
+        os.sched_setaffinity(0, cores)
+
+
 def rank_cores(rank, world):
     """Rank `rank`'s even share of this process's cores (at least one)."""
     cores = sorted(os.sched_getaffinity(0))
@@ -110,7 +121,7 @@ def measure_pipeline(args, loader, world):
                "--seed", str(args.seed), "--device", args.device]
         procs.append(subprocess.Popen(cmd, env=rank_env(rank, world, port, dali=loader.startswith("dali")),
                                       stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                      text=True))
+                                      text=True, preexec_fn=die_with_parent))
     logs = [[] for _ in procs]
 
     def read_until(i, word):
@@ -169,7 +180,7 @@ def measure_training(args, arch, backend, world):
         env = rank_env(rank, world, port, dali=backend.startswith("dali"))
         env.update(env_extra)
         procs.append(subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                      preexec_fn=lambda r=rank: os.sched_setaffinity(0, rank_cores(r, world))))
+                                      preexec_fn=lambda r=rank: die_with_parent(rank_cores(r, world))))
     outs = []
     for p in procs:
         try:
