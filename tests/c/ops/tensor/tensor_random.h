@@ -50,8 +50,8 @@ static ladle__strided_desc random_desc(ladle__rng *r, int64_t *in_total_out, int
  * dims of 1..65 elements; slices and pads whose bounds fall on or off
  * 2/4/8/16-byte boundaries (some outside the input); cat-like output strides
  * (a larger output); transposes; extent-1 dims; per-channel fills; pointers
- * off 16-byte alignment. *in_off/*out_off: element offsets of the buffers'
- * starts; *in_span/*out_span: elements from the buffers' bases, each at most
+ * off 16-byte alignment. *in_off, *out_off: element offsets of the buffers'
+ * starts; *in_span, *out_span: elements from the buffers' bases, each at most
  * `limit` bytes. */
 static ladle__strided_desc random_fast_desc(ladle__rng *r, int64_t limit, int64_t *in_off, int64_t *out_off,
                                             int64_t *in_span, int64_t *out_span) {
