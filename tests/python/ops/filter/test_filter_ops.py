@@ -212,6 +212,22 @@ def test_erase_numpy_and_dali(kwargs):
             np.testing.assert_array_equal(g, ref)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16, np.uint32, np.float64])
+def test_erase_fill_in_every_dtype(dtype):
+    """The fill value is written in the input's type (float64, 16-bit, ... as well as uint8/int32/float)."""
+    batch = [(np.arange(9 * 11 * 3) % 50).astype(dtype).reshape(9, 11, 3)]
+    name = {np.int8: "INT8", np.int16: "INT16", np.uint16: "UINT16", np.uint32: "UINT32", np.float64: "FLOAT64"}[dtype]
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = ladle.fn.external_source(name="x", dtype=getattr(ladle.types, name), ndim=3, layout="HWC")
+        pipe.set_outputs(ladle.fn.erase(x, anchor=[2, 3], shape=[4, 5], fill_value=[7, 8, 9]))
+    pipe.feed_input("x", batch)
+    got = np.array(pipe.run()[0].at(0))
+    pipe.close()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, erase_numpy(batch[0], [2, 3], [4, 5], np.array([7, 8, 9], dtype)))
+
+
 def test_erase_bad_arguments():
     batch = images(13)
     with pytest.raises(ladle.Error, match=r"erase.*'anchor'.*'shape'"):

@@ -56,8 +56,8 @@ def test_cast_same_type_gpu_equal_cpu(dtype):
     name = {np.uint8: "UINT8", np.int16: "INT16", np.float32: "FLOAT", np.float64: "FLOAT64"}[dtype]
 
     def graph(fn, t, x):
-        return fn.cast(x, dtype=getattr(t, name)), fn.cast(fn.slice(x, start=[0, 1], shape=[1, 5], axes=[0, 1]),
-                                                           dtype=getattr(t, name))
+        window = fn.slice(x, start=[0, 1], shape=[1, 5], axes=[0, 1], out_of_bounds_policy="pad")
+        return fn.cast(x, dtype=getattr(t, name)), fn.cast(window, dtype=getattr(t, name))
 
     assert_same(run_lib("ladle", graph, {"x": batch}, len(batch), device="gpu", layouts={"x": "HWC"}),
                 run_lib("ladle", graph, {"x": batch}, len(batch), layouts={"x": "HWC"}))
