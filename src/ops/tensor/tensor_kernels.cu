@@ -35,10 +35,12 @@ __device__ __forceinline__ void copy_elem(uint8_t *dst, const uint8_t *src, int 
  * contiguous in both input and output into one, and, where the innermost
  * dimension is dense in both and its bounds and every stride allow, moves
  * 2/4/8/16-byte units of several elements instead of single elements (a unit
- * then lies wholly inside or wholly outside the input). Samples whose units
- * and offsets fit in 31 bits index with 32-bit arithmetic and divide by
- * precomputed multipliers (no 64-bit division in the loop). Every element
- * lands where ladle__strided_copy puts it, so outputs agree bit for bit. */
+ * then lies wholly inside or wholly outside the input); a dense copy of a
+ * length that is no multiple of 16 bytes goes as two: 16-byte units and the
+ * rest. Samples whose units and offsets fit in 31 bits index with 32-bit
+ * arithmetic and divide by precomputed multipliers (no 64-bit division in
+ * the loop). Every element lands where ladle__strided_copy puts it, so
+ * outputs agree bit for bit. */
 enum { MAX_UNIT = 16 };
 
 struct __align__(16) gdesc {
@@ -169,8 +171,11 @@ void divisor32(unsigned s, unsigned *magic, int *shift) {
   *magic = (unsigned)(((1ULL << 32) * ((1ULL << sh) - s)) / s + 1);
 }
 
-/* g: the launch form of copy s; 0 when it has no elements. */
-int plan_copy(const ladle__strided_desc *s, gdesc *g) {
+/* g: the launch form of copy s; 0 when it has no elements. A copy that
+ * merges into one dense dimension read wholly inside, 16-byte aligned but of
+ * a length that is not a multiple of 16 bytes, is cut: g takes the longest
+ * 16-byte multiple, *tail (when tail is not NULL; *has_tail = 1) the rest. */
+int plan_copy(const ladle__strided_desc *s, gdesc *g, ladle__strided_desc *tail, int *has_tail) {
   memset(g, 0, sizeof *g);
   int es = s->elem_size, nd = 0;
   long long total = 1;
@@ -201,6 +206,26 @@ int plan_copy(const ladle__strided_desc *s, gdesc *g) {
       }
     }
     dims[nd++] = x;
+  }
+  if (has_tail) *has_tail = 0;
+  if (tail && nd == 1 && MAX_UNIT % es == 0) {
+    plan_dim *l = &dims[0];
+    long long r = MAX_UNIT / es, keep = l->shape / r * r;
+    if (l->os == 1 && l->is == 1 && !l->fill && l->start >= 0 && l->extent >= l->start + l->shape &&
+        l->start % r == 0 && out % MAX_UNIT == 0 && in % MAX_UNIT == 0 && keep > 0 && keep < l->shape) {
+      long long rest = l->shape - keep;
+      memset(tail, 0, sizeof *tail);
+      tail->out = (void *)(out + (uintptr_t)(keep * es));
+      tail->in = (const void *)(in + (uintptr_t)((l->start + keep) * es));
+      tail->ndim = 1;
+      tail->elem_size = es;
+      tail->fill_dim = -1;
+      tail->shape[0] = tail->in_shape[0] = rest;
+      tail->out_stride[0] = tail->in_stride[0] = 1;
+      *has_tail = 1;
+      l->shape = keep;
+      l->extent = l->start + keep;
+    }
   }
   int unit = es;
   if (nd > 0) {
@@ -302,7 +327,7 @@ ladle_status check_params(int n, const void *d, void *host, void *dev, size_t by
 }  // namespace
 
 /* The descs, 16-byte aligned on the device (the kernel reads fill units of 16 bytes). */
-extern "C" size_t ladle__gpu_strided_param_bytes(int n) { return (size_t)n * sizeof(gdesc) + 16; }
+extern "C" size_t ladle__gpu_strided_param_bytes(int n) { return 2 * (size_t)n * sizeof(gdesc) + 16; }
 
 extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *host_params,
                                                 void *dev_params, size_t param_bytes, void *stream) {
@@ -321,11 +346,16 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
     LADLE_CHECK(d[i].ndim >= 0 && d[i].ndim <= LADLE_MAX_NDIM && d[i].elem_size >= 1 && d[i].elem_size <= 8 &&
                     (total == 0 || (d[i].out && d[i].in)),
                 LADLE_ERROR_INVALID_ARGUMENT, "copy %d: bad parameters", i);
-    gdesc g;
-    if (!plan_copy(&d[i], &g)) continue; /* nothing to copy */
-    memcpy((uint8_t *)host_params + pad + (size_t)m * sizeof g, &g, sizeof g);
-    m++;
-    if (g.total > max_n) max_n = g.total;
+    gdesc g[2];
+    ladle__strided_desc tail;
+    int parts = 0;
+    if (!plan_copy(&d[i], &g[0], &tail, &parts)) continue; /* nothing to copy */
+    parts = parts ? 1 + plan_copy(&tail, &g[1], NULL, NULL) : 1;
+    for (int k = 0; k < parts; k++) {
+      memcpy((uint8_t *)host_params + pad + (size_t)m * sizeof g[k], &g[k], sizeof g[k]);
+      m++;
+      if (g[k].total > max_n) max_n = g[k].total;
+    }
   }
   if (m == 0) goto done;
   LADLE_CUDA_CHECK(cudaMemcpyAsync((uint8_t *)dev_params + pad, (uint8_t *)host_params + pad, (size_t)m * sizeof(gdesc),
@@ -339,26 +369,34 @@ done:
 
 extern "C" int ladle__gpu_strided_plan_info(const ladle__strided_desc *d, int *unit, int *ndim) {
   gdesc g;
-  if (!plan_copy(d, &g)) return -1;
+  ladle__strided_desc tail;
+  int has_tail = 0;
+  if (!plan_copy(d, &g, &tail, &has_tail)) return -1;
   *unit = g.unit;
   *ndim = g.ndim;
   return g.narrow;
 }
 
 extern "C" void ladle__gpu_strided_emulate(const ladle__strided_desc *d) {
-  gdesc g;
-  if (!plan_copy(d, &g)) return;
-  for (long long e = 0; e < g.total; e++) {
-    long long o, p;
-    int f, inside;
-    if (g.narrow) {
-      unsigned o32, p32;
-      inside = locate32(&g, (unsigned)e, &o32, &p32, &f);
-      o = o32, p = p32;
-    } else {
-      inside = locate64(&g, e, &o, &p, &f);
+  gdesc parts[2];
+  ladle__strided_desc tail;
+  int has_tail = 0;
+  if (!plan_copy(d, &parts[0], &tail, &has_tail)) return;
+  int count = has_tail ? 1 + plan_copy(&tail, &parts[1], NULL, NULL) : 1;
+  for (int k = 0; k < count; k++) {
+    const gdesc *g = &parts[k];
+    for (long long e = 0; e < g->total; e++) {
+      long long o, p;
+      int f, inside;
+      if (g->narrow) {
+        unsigned o32, p32;
+        inside = locate32(g, (unsigned)e, &o32, &p32, &f);
+        o = o32, p = p32;
+      } else {
+        inside = locate64(g, e, &o, &p, &f);
+      }
+      memcpy(g->out + o * g->unit, inside ? g->in + p * g->unit : fill_of(g, f), (size_t)g->unit);
     }
-    memcpy(g.out + o * g.unit, inside ? g.in + p * g.unit : fill_of(&g, f), (size_t)g.unit);
   }
 }
 

@@ -115,6 +115,10 @@ static void test_gpu_strided_plan_limits(void) {
   in_shape[0] = shape[0] = rows + 1;
   ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);
   CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 0 && unit == 1 && nd == 2);
+  /* A dense 100 bytes: 96 in 16-byte units (and a tail of 4). */
+  n = 100;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 1, 1, &n, &n, NULL);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 1 && unit == 16 && nd == 1);
   /* Nothing to copy. */
   shape[1] = 0;
   ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);

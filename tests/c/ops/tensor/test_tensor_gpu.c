@@ -70,13 +70,13 @@ static void test_gpu_strided_copy(void) {
 
 /* Samples near 2^31 elements (uint8): a [R, 999] window at column 1 of
  * [R, 1000], R = 2^31 / 1000 (the last size with 32-bit indexing), and
- * R + 1 rows (64-bit indexing), plus a contiguous copy of 2^31 + 16 bytes
- * (16-byte units). Skipped where the device lacks the memory. */
+ * R + 1 rows (64-bit indexing), plus a contiguous copy of 2^31 + 17 bytes
+ * (16-byte units and a 1-byte tail). Skipped where the device lacks the memory. */
 static void test_gpu_strided_large(void) {
   int64_t rows = ((int64_t)1 << 31) / 1000;
   for (int t = 0; t < 3; t++) {
     int64_t r = t == 1 ? rows + 1 : rows, in_shape[2] = {r, 1000}, shape[2] = {r, 999}, start[2] = {0, 1};
-    int64_t flat = ((int64_t)1 << 31) + 16;
+    int64_t flat = ((int64_t)1 << 31) + 17; /* 16-byte units, then one byte */
     size_t in_bytes = t == 2 ? (size_t)flat : (size_t)(r * 1000), out_bytes = t == 2 ? (size_t)flat : (size_t)(r * 999);
     uint8_t *in = malloc(in_bytes), *want = malloc(out_bytes), *got = malloc(out_bytes);
     uint8_t *din = dev_alloc(in_bytes), *dout = dev_alloc(out_bytes);
