@@ -361,8 +361,12 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
   LADLE_CUDA_CHECK(cudaMemcpyAsync((uint8_t *)dev_params + pad, (uint8_t *)host_params + pad, (size_t)m * sizeof(gdesc),
                                    cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
-  strided_kernel<<<dim3(blocks_for(max_n), (unsigned)m), THREADS, 0, s>>>((const gdesc *)((uint8_t *)dev_params + pad));
-  LADLE_CUDA_CHECK_LAUNCH(strided_kernel);
+  for (int first = 0; first < m; first += 65535) { /* (a cut copy is two grid rows: maybe more than 65535) */
+    unsigned rows = (unsigned)(m - first < 65535 ? m - first : 65535);
+    strided_kernel<<<dim3(blocks_for(max_n), rows), THREADS, 0, s>>>((const gdesc *)((uint8_t *)dev_params + pad) +
+                                                                     first);
+    LADLE_CUDA_CHECK_LAUNCH(strided_kernel);
+  }
 done:
   return st;
 }
