@@ -7,6 +7,7 @@
 
 #include "ops/filter/filter.h"
 #include "ops/filter/filter_kernels.h"
+#include "ops/geometry/normalize_kernel.h"
 
 enum { ER_ANCHOR, ER_SHAPE, ER_AXES, ER_AXIS_NAMES, ER_FILL, ER_NORMALIZED, ER_NORM_ANCHOR, ER_NORM_SHAPE,
        ER_CENTERED, ER_COUNT };
@@ -96,7 +97,10 @@ static void fill_at(void *data, ladle_dtype t, int64_t i, double v) {
     case LADLE_UINT8: ((uint8_t *)data)[i] = (uint8_t)(v < 0 ? 0 : v > 255 ? 255 : nearbyint(v)); break;
     case LADLE_INT32: ((int32_t *)data)[i] = (int32_t)nearbyint(v); break;
     case LADLE_INT64: ((int64_t *)data)[i] = (int64_t)nearbyint(v); break;
-    default: ((float *)data)[i] = (float)v; break;
+    case LADLE_FLOAT32: ((float *)data)[i] = (float)v; break;
+    default: /* the other types as cast converts (rounded, saturated) */
+      ladle__convert((uint8_t *)data + (size_t)i * ladle_dtype_size(t), t, &v, LADLE_FLOAT64, 1);
+      break;
   }
 }
 

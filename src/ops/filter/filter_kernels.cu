@@ -40,26 +40,60 @@ __global__ void grid_kernel(const ladle__gpu_grid_desc *__restrict__ samples) {
   }
 }
 
-__global__ void erase_kernel(const ladle__gpu_erase_desc *__restrict__ samples) {
+/* erase in two launches: every sample copied (ladle__gpu_copy_bytes), then
+ * each box's elements (clamped to the sample) written with the fill value.
+ * Boxes may overlap: an element in several gets the same value from each. */
+__global__ void erase_copy_kernel(const ladle__gpu_erase_desc *__restrict__ samples) {
   const ladle__gpu_erase_desc *s = samples + blockIdx.y;
+  size_t count = 1;
+  for (int d = 0; d < s->ndim; d++) count *= (size_t)s->shape[d];
+  ladle__gpu_copy_bytes(s->out, s->in, count * (size_t)s->elem_size);
+}
+
+/* Box b of sample s: its first index and extent per dimension, clamped to the shape; returns its element count. */
+__host__ __device__ int64_t erase_box(const ladle__gpu_erase_desc *s, int b, int64_t *lo, int64_t *ext) {
   int64_t count = 1;
-  for (int d = 0; d < s->ndim; d++) count *= s->shape[d];
-  for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < count; i += (int64_t)gridDim.x * blockDim.x) {
-    int64_t idx[8], rest = i;
+  for (int d = 0; d < s->ndim; d++) {
+    int64_t l = s->lo[b][d] > 0 ? s->lo[b][d] : 0, h = s->hi[b][d] < s->shape[d] ? s->hi[b][d] : s->shape[d];
+    lo[d] = l;
+    ext[d] = h > l ? h - l : 0;
+    count *= ext[d];
+  }
+  return count;
+}
+
+/* I: the index type (32-bit where the box has fewer than 2^31 elements). */
+template <typename I>
+__device__ void erase_fill_box(const ladle__gpu_erase_desc *s, const int64_t *lo, const int64_t *ext, I count) {
+  int64_t stride[8];
+  int64_t k = 1;
+  for (int d = s->ndim - 1; d >= 0; d--) stride[d] = k, k *= s->shape[d];
+  const int es = s->elem_size;
+  for (I e = (I)(blockIdx.x * blockDim.x + threadIdx.x); e < count; e += (I)(gridDim.x * blockDim.x)) {
+    I rest = e;
+    int64_t off = 0, channel = 0;
     for (int d = s->ndim - 1; d >= 0; d--) {
-      idx[d] = rest % s->shape[d];
-      rest /= s->shape[d];
+      const I n = (I)ext[d], q = rest / n;
+      const int64_t i = lo[d] + (int64_t)(rest - q * n);
+      rest = q;
+      off += i * stride[d];
+      if (d == s->channel_axis) channel = i;
     }
-    bool inside = false;
-    for (int b = 0; b < s->num_boxes && !inside; b++) {
-      bool in = true;
-      for (int d = 0; d < s->ndim; d++) in = in && idx[d] >= s->lo[b][d] && idx[d] < s->hi[b][d];
-      inside = in;
-    }
-    const uint8_t *src = inside ? s->fill_bytes[s->num_fill > 1 ? idx[s->channel_axis] : 0]
-                                : (const uint8_t *)s->in + (size_t)i * s->elem_size;
-    uint8_t *dst = (uint8_t *)s->out + (size_t)i * s->elem_size;
-    for (int b = 0; b < s->elem_size; b++) dst[b] = src[b];
+    const uint8_t *src = s->fill_bytes[s->num_fill > 1 ? channel : 0];
+    uint8_t *dst = (uint8_t *)s->out + off * es;
+    for (int b = 0; b < es; b++) dst[b] = src[b];
+  }
+}
+
+__global__ void erase_fill_kernel(const ladle__gpu_erase_desc *__restrict__ samples) {
+  const ladle__gpu_erase_desc *s = samples + blockIdx.y;
+  for (int b = 0; b < s->num_boxes; b++) {
+    int64_t lo[8], ext[8];
+    const int64_t count = erase_box(s, b, lo, ext);
+    if (count <= 0x7fffffff)
+      erase_fill_box<unsigned>(s, lo, ext, (unsigned)count);
+    else
+      erase_fill_box<unsigned long long>(s, lo, ext, (unsigned long long)count);
   }
 }
 
@@ -80,19 +114,34 @@ __device__ int64_t reflect101(int64_t i, int64_t len) {
   return i >= len ? period - i : i;
 }
 
+/* I: the index type (32-bit where the pass has fewer than 2^31 elements).
+ * Taps inside [0, len) skip reflect101 (which returns them unchanged). */
+template <typename I>
+__device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count) {
+  const I inner = (I)s->inner, len = (I)s->len;
+  const int r = s->radius;
+  for (I e = (I)(blockIdx.x * blockDim.x + threadIdx.x); e < count; e += (I)(gridDim.x * blockDim.x)) {
+    const I q = e / inner, j = e - q * inner, o = q / len, i = q - o * len;
+    const I base = o * len * inner + j;
+    float acc = 0;
+    for (int k = -r; k <= r; k++) {
+      const int64_t t = (int64_t)i + k;
+      const I at = t >= 0 && t < (int64_t)len ? (I)t : (I)reflect101(t, (int64_t)len);
+      acc = __fadd_rn(acc, __fmul_rn(w[k + r], load_float(s->src, s->src_type, (int64_t)(base + at * inner))));
+    }
+    ladle__gpu_store(s->dst, (size_t)e, s->dst_type, acc);
+  }
+}
+
 __global__ void blur_kernel(const ladle__gpu_blur_pass *__restrict__ passes, const float *__restrict__ weights) {
   const ladle__gpu_blur_pass *s = passes + blockIdx.y;
   const int64_t count = s->outer * s->len * s->inner;
   const float *w = weights + s->weights;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t j = e % s->inner, i = (e / s->inner) % s->len, o = e / (s->inner * s->len);
-    const int64_t base = o * s->len * s->inner + j;
-    float acc = 0;
-    for (int k = -s->radius; k <= s->radius; k++)
-      acc = __fadd_rn(acc, __fmul_rn(w[k + s->radius], load_float(s->src, s->src_type,
-                                                                   base + reflect101(i + k, s->len) * s->inner)));
-    ladle__gpu_store(s->dst, (size_t)e, s->dst_type, acc);
-  }
+  if (count <= 0) return;
+  if (count <= 0x7fffffff)
+    blur_pass<unsigned>(s, w, (unsigned)count);
+  else
+    blur_pass<unsigned long long>(s, w, (unsigned long long)count);
 }
 
 /* --- normalize ------------------------------------------------------------ */
@@ -262,22 +311,29 @@ extern "C" ladle_status ladle__gpu_erase(const ladle__gpu_erase_desc *d, int n, 
                                          size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  int64_t most = 1;
+  int64_t most = 1, most_box = 1;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_erase_param_bytes(n), __func__));
   for (int i = 0; i < n; i++) {
     LADLE_CHECK(d[i].ndim >= 0 && d[i].ndim <= 8 && d[i].num_boxes <= LADLE__GPU_ERASE_MAX_BOXES &&
                     d[i].num_fill >= 1 && d[i].num_fill <= LADLE__GPU_ERASE_MAX_FILL && d[i].elem_size <= 8,
                 LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad descriptor", i);
-    int64_t count = 1;
+    int64_t count = 1, lo[8], ext[8];
     for (int k = 0; k < d[i].ndim; k++) count *= d[i].shape[k];
+    count = (count * d[i].elem_size + 15) / 16; /* 16-byte units, where aligned */
     if (count > most) most = count;
+    for (int b = 0; b < d[i].num_boxes; b++) {
+      int64_t box = erase_box(&d[i], b, lo, ext);
+      if (box > most_box) most_box = box;
+    }
   }
   memcpy(host_params, d, (size_t)n * sizeof *d);
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
-  erase_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>((const ladle__gpu_erase_desc *)dev_params);
-  LADLE_CUDA_CHECK_LAUNCH(erase_kernel);
+  erase_copy_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>((const ladle__gpu_erase_desc *)dev_params);
+  LADLE_CUDA_CHECK_LAUNCH(erase_copy_kernel);
+  erase_fill_kernel<<<dim3(blocks_for(most_box), (unsigned)n), 256, 0, s>>>((const ladle__gpu_erase_desc *)dev_params);
+  LADLE_CUDA_CHECK_LAUNCH(erase_fill_kernel);
 done:
   return st;
 }

@@ -100,13 +100,14 @@ __global__ void __launch_bounds__(256)
   const size_t n = (size_t)sp->count;
   const size_t stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    if (out_type == in_type) { /* a copy of the bits, as memcpy (NaN payloads included) */
-      const size_t es = ladle__dtype_bytes(in_type);
-      for (size_t k = 0; k < es; k++) ((uint8_t *)sp->out)[i * es + k] = ((const uint8_t *)sp->in)[i * es + k];
-    } else {
-      ladle__convert_elem(sp->out, i, out_type, sp->in, i, in_type);
-    }
+    ladle__convert_elem(sp->out, i, out_type, sp->in, i, in_type);
   }
+}
+
+/* The same type: a copy of the bits, as memcpy (NaN payloads included). */
+__global__ void __launch_bounds__(256) copy_kernel(const convert_sample *__restrict__ samples, int elem_size) {
+  const convert_sample *sp = samples + blockIdx.y;
+  ladle__gpu_copy_bytes(sp->out, sp->in, (size_t)sp->count * (size_t)elem_size);
 }
 
 }  // namespace
@@ -258,10 +259,17 @@ extern "C" ladle_status ladle__gpu_convert(const ladle__gpu_convert_desc *d, int
     /* Enough blocks to fill the GPU for one large sample; the loop covers the rest. */
     size_t blocks = (max_n + 255) / 256;
     if (blocks > 4096) blocks = 4096;
-    convert_kernel<<<dim3((unsigned)blocks, (unsigned)n), 256, 0, s>>>((const convert_sample *)dev_params,
-                                                                       (int)out_type, (int)in_type);
+    if (out_type == in_type) {
+      /* units of up to 16 bytes (the grid-stride loop covers any sample) */
+      copy_kernel<<<dim3((unsigned)blocks, (unsigned)n), 256, 0, s>>>((const convert_sample *)dev_params,
+                                                                      (int)ladle__dtype_bytes(in_type));
+      LADLE_CUDA_CHECK_LAUNCH(copy_kernel);
+    } else {
+      convert_kernel<<<dim3((unsigned)blocks, (unsigned)n), 256, 0, s>>>((const convert_sample *)dev_params,
+                                                                         (int)out_type, (int)in_type);
+      LADLE_CUDA_CHECK_LAUNCH(convert_kernel);
+    }
   }
-  LADLE_CUDA_CHECK_LAUNCH(convert_kernel);
 done:
   return st;
 }

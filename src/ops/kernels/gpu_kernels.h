@@ -107,6 +107,35 @@ static __device__ __forceinline__ void ladle__gpu_cmn_write(void *out, int out_t
   }
 }
 
+/* A grid-stride copy (blocks of gridDim.x) of `bytes` bytes: units of U,
+ * then the last bytes one each; both pointers aligned to U. */
+template <typename U>
+static __device__ __forceinline__ void ladle__gpu_copy_units(uint8_t *out, const uint8_t *in, size_t bytes) {
+  const size_t units = bytes / sizeof(U), n = units + bytes % sizeof(U);
+  const size_t stride = (size_t)gridDim.x * blockDim.x;
+  for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (i < units) {
+      ((U *)out)[i] = ((const U *)in)[i];
+    } else {
+      const size_t b = units * sizeof(U) + (i - units);
+      out[b] = in[b];
+    }
+  }
+}
+
+/* memcpy on the device by the grid's x blocks: 16-byte units where both
+ * pointers allow, else 4-byte, else bytes; nothing when out == in. */
+static __device__ __forceinline__ void ladle__gpu_copy_bytes(void *out, const void *in, size_t bytes) {
+  const uintptr_t align = (uintptr_t)in | (uintptr_t)out;
+  if (out == in) return;
+  if (align % 16 == 0)
+    ladle__gpu_copy_units<uint4>((uint8_t *)out, (const uint8_t *)in, bytes);
+  else if (align % 4 == 0)
+    ladle__gpu_copy_units<uint32_t>((uint8_t *)out, (const uint8_t *)in, bytes);
+  else
+    ladle__gpu_copy_units<uint8_t>((uint8_t *)out, (const uint8_t *)in, bytes);
+}
+
 #endif /* __CUDACC__ */
 
 #endif

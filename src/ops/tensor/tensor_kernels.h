@@ -71,6 +71,14 @@ void ladle__lookup(const ladle__lookup_desc *d, ladle_dtype in_type, int elem_si
 size_t ladle__gpu_strided_param_bytes(int n);
 ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *host_params, void *dev_params,
                                      size_t param_bytes, void *stream);
+/* Test support for the copy's launch plan (host only, no device needed):
+ * ..._plan_info gives the plan of copy d (of its first part where a dense
+ * copy is cut in two): -1 when it has no elements, else
+ * 1 for 32-bit indexing or 0 for 64-bit, with *unit (bytes moved per step)
+ * and *ndim (dimensions left after merging); ..._emulate runs the kernel's
+ * index arithmetic on the host over host pointers (d's own buffers). */
+int ladle__gpu_strided_plan_info(const ladle__strided_desc *d, int *unit, int *ndim);
+void ladle__gpu_strided_emulate(const ladle__strided_desc *d);
 /* one_hot for n samples: params of ladle__gpu_one_hot_param_bytes(n). */
 size_t ladle__gpu_one_hot_param_bytes(int n, int elem_size);
 ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, ladle_dtype in_type, int64_t num_classes,

@@ -46,4 +46,58 @@ static ladle__strided_desc random_desc(ladle__rng *r, int64_t *in_total_out, int
   return d;
 }
 
+/* Geometries of the GPU copy's fast paths and their edges: dense innermost
+ * dims of 1..65 elements; slices and pads whose bounds fall on or off
+ * 2/4/8/16-byte boundaries (some outside the input); cat-like output strides
+ * (a larger output); transposes; extent-1 dims; per-channel fills; pointers
+ * off 16-byte alignment. *in_off, *out_off: element offsets of the buffers'
+ * starts; *in_span, *out_span: elements from the buffers' bases, each at most
+ * `limit` bytes. */
+static ladle__strided_desc random_fast_desc(ladle__rng *r, int64_t limit, int64_t *in_off, int64_t *out_off,
+                                            int64_t *in_span, int64_t *out_span) {
+  static const int sizes[4] = {1, 2, 4, 8};
+  static const int64_t inner[12] = {1, 2, 3, 4, 7, 8, 16, 17, 24, 32, 64, 65};
+  for (;;) {
+    ladle__strided_desc d;
+    memset(&d, 0, sizeof d);
+    int nd = (int)draw(r, 1, 4), kind = (int)draw(r, 0, 3), axis = (int)draw(r, 0, nd - 1);
+    int64_t orig[LADLE_MAX_NDIM], big[LADLE_MAX_NDIM], strides[LADLE_MAX_NDIM], perm[LADLE_MAX_NDIM];
+    d.ndim = nd;
+    d.elem_size = sizes[draw(r, 0, 3)];
+    for (int k = 0; k < nd; k++) {
+      orig[k] = k == nd - 1 ? inner[draw(r, 0, 11)] : draw(r, 0, 3) == 0 ? 1 : draw(r, 2, 9);
+      perm[k] = k;
+    }
+    if (kind == 3 && nd > 1) { /* transpose */
+      int a = (int)draw(r, 0, nd - 1), b = (int)draw(r, 0, nd - 1);
+      int64_t x = perm[a];
+      perm[a] = perm[b], perm[b] = x;
+    }
+    ladle__dense_strides(strides, orig, nd);
+    for (int k = 0; k < nd; k++) {
+      int64_t ext = orig[perm[k]];
+      d.in_shape[k] = ext, d.in_stride[k] = strides[perm[k]], d.shape[k] = ext;
+      if (kind == 0 && draw(r, 0, 1)) { /* slice, sometimes reaching outside */
+        d.shape[k] = draw(r, 1, ext);
+        d.in_start[k] = draw(r, 0, 3) ? draw(r, 0, ext - d.shape[k]) : draw(r, -9, ext);
+      } else if (kind == 1 && draw(r, 0, 1)) { /* pad at the end (sometimes to a multiple of 8) */
+        d.shape[k] = ext + draw(r, 0, 9);
+        if (draw(r, 0, 1)) d.shape[k] = (d.shape[k] + 7) / 8 * 8;
+      }
+      big[k] = d.shape[k] + (kind == 2 && k == axis ? draw(r, 0, 5) : 0);
+    }
+    ladle__dense_strides(d.out_stride, big, nd);
+    d.fill_dim = draw(r, 0, 2) == 0 ? (int)draw(r, 0, nd - 1) : -1;
+    d.num_fill = d.fill_dim >= 0 ? (int)draw(r, 1, LADLE_TENSOR_MAX_FILL) : (int)draw(r, 0, 1);
+    for (int i = 0; i < (int)sizeof d.fill; i++) d.fill[i] = (uint8_t)ladle__rng_u32(r);
+    *in_off = draw(r, 0, 3) ? 0 : draw(r, 1, 5);
+    *out_off = (draw(r, 0, 3) ? 0 : draw(r, 1, 5)) + (kind == 2 ? (big[axis] - d.shape[axis]) * d.out_stride[axis] : 0);
+    *in_span = *in_off, *out_span = *out_off;
+    int64_t in_total = 1, out_total = 1;
+    for (int k = 0; k < nd; k++) in_total *= orig[k], out_total *= big[k];
+    *in_span += in_total, *out_span += out_total;
+    if (*in_span * d.elem_size <= limit && *out_span * d.elem_size <= limit) return d;
+  }
+}
+
 #endif

@@ -93,6 +93,47 @@ static void test_gpu_convert_rejects_bad_dtypes(void) {
   cudaFree(dev);
 }
 
+/* The same type in and out (a copy of the bits, in 16/4/1-byte units by the
+ * pointers' alignment): samples at element offsets 0..17 of their buffers,
+ * 0..300 elements, every dtype; the bytes around each output stay as they
+ * were, and a sample whose input is its output is left alone. */
+static void test_gpu_convert_same_type(void) {
+  enum { SAMPLES = 24, SLOT = 320 * 8 };
+  ladle__rng rng;
+  ladle__rng_init(&rng, 92, 0, 0, 0);
+  uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
+  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
+  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
+  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
+  size_t bytes = ladle__gpu_convert_param_bytes(SAMPLES);
+  void *host = NULL, *dev = NULL;
+  CUDA_OK(cudaMallocHost(&host, bytes));
+  CUDA_OK(cudaMalloc(&dev, bytes));
+  for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
+    ladle_dtype t = all_dtypes[a];
+    size_t es = ladle_dtype_size(t);
+    ladle__gpu_convert_desc d[SAMPLES];
+    for (size_t i = 0; i < (size_t)SAMPLES * SLOT; i++) hin[i] = (uint8_t)ladle__rng_u32(&rng);
+    memset(want, 0x5A, (size_t)SAMPLES * SLOT);
+    for (int i = 0; i < SAMPLES; i++) {
+      size_t io = ladle__rng_below(&rng, 18), oo = ladle__rng_below(&rng, 18), count = ladle__rng_below(&rng, 301);
+      if (i % 4 == 0) io = oo = 0; /* aligned */
+      memcpy(want + (size_t)i * SLOT + oo * es, hin + (size_t)i * SLOT + io * es, count * es);
+      d[i] = (ladle__gpu_convert_desc){din + (size_t)i * SLOT + io * es, dout + (size_t)i * SLOT + oo * es, count};
+    }
+    d[SAMPLES - 1].in = d[SAMPLES - 1].out; /* in place: nothing to do */
+    memset(want + (size_t)(SAMPLES - 1) * SLOT, 0x5A, SLOT);
+    CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
+    CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
+    CHECK_OK(ladle__gpu_convert(d, SAMPLES, t, t, host, dev, bytes, stream));
+    CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
+    CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
+    CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
+  }
+  free(hin), free(want), free(got);
+  cudaFree(din), cudaFree(dout), cudaFreeHost(host), cudaFree(dev);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() < 1) {
     printf("skipped: no CUDA device\n");
@@ -101,6 +142,7 @@ int main(void) {
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
   RUN(test_gpu_convert_every_pair);
+  RUN(test_gpu_convert_same_type);
   RUN(test_gpu_convert_rejects_bad_dtypes);
   ladle__cuda_stream_destroy(stream);
   TEST_MAIN_END();

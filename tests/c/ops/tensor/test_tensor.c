@@ -7,6 +7,7 @@
 #include "core/batch.h"
 #include "core/rng.h"
 #include "ladle/ladle.h"
+#include "ops/tensor/tensor_args.h"
 #include "ops/tensor/tensor_kernels.h"
 #include "tensor_random.h"
 #include "test.h"
@@ -99,6 +100,78 @@ static void test_strided_coalesce(void) {
   CHECK(c.ndim == 3);
 }
 
+#ifdef LADLE_HAVE_CUDA
+/* The GPU copy's launch plan (merged dims, 2..16-byte units, 32-bit
+ * indexing) run on the host against the CPU copy: random_desc's geometries
+ * and random_fast_desc's, every element size. Asserts that the fast paths
+ * were taken at all. */
+static void test_gpu_strided_plan_emulated(void) {
+  enum { LIMIT = 4096 * 8 };
+  ladle__rng r;
+  ladle__rng_init(&r, 7, 5, 0, 0);
+  static uint8_t in[LIMIT], out[LIMIT + 64], want[LIMIT + 64];
+  int units[17] = {0}, merged = 0, narrow = 0;
+  for (int t = 0; t < 4000; t++) {
+    int64_t in_off = 0, out_off = 0, in_span = 0, out_span = 0;
+    ladle__strided_desc d;
+    if (t % 4 == 0) {
+      d = random_desc(&r, &in_span, &out_span);
+    } else {
+      d = random_fast_desc(&r, LIMIT, &in_off, &out_off, &in_span, &out_span);
+    }
+    for (int64_t i = 0; i < in_span * d.elem_size; i++) in[i] = (uint8_t)ladle__rng_u32(&r);
+    memset(out, 0xAB, sizeof out);
+    memset(want, 0xAB, sizeof want);
+    d.in = in + in_off * d.elem_size;
+    d.out = want + out_off * d.elem_size;
+    ladle__strided_copy(&d);
+    d.out = out + out_off * d.elem_size;
+    ladle__gpu_strided_emulate(&d);
+    CHECK(memcmp(out, want, sizeof out) == 0);
+    int unit = 0, nd = 0, w = ladle__gpu_strided_plan_info(&d, &unit, &nd);
+    if (w < 0) continue;
+    CHECK(unit >= d.elem_size && unit <= 16);
+    units[unit]++;
+    merged += nd < d.ndim;
+    narrow += w;
+  }
+  CHECK(units[16] > 100 && units[8] > 50 && units[4] > 50 && units[2] > 50 && units[1] > 50);
+  CHECK(merged > 500 && narrow > 1000);
+}
+
+/* The 32-bit threshold of the plan (fake device pointers: nothing is read). */
+static void test_gpu_strided_plan_limits(void) {
+  ladle__strided_desc d;
+  int64_t big = ((int64_t)1 << 31) + 16, n = 0;
+  int unit = 0, nd = 0;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 1, 1, &big, &big, NULL);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 1 && unit == 16 && nd == 1); /* 2^27 + 1 units */
+  d.in = (const void *)(uintptr_t)129;                                                /* unaligned: bytes */
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 0 && unit == 1);
+  n = ((int64_t)1 << 31) - 1;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)129, 1, 1, &n, &n, NULL);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 1 && unit == 1);
+  n++;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)129, 1, 1, &n, &n, NULL);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 0);
+  /* [R, 999] of [R, 1000] at column 1: just inside 2^31 (R * 1000 < 2^31); one more row is not. */
+  int64_t rows = ((int64_t)1 << 31) / 1000, in_shape[2] = {rows, 1000}, shape[2] = {rows, 999}, start[2] = {0, 1};
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 1 && unit == 1 && nd == 2);
+  in_shape[0] = shape[0] = rows + 1;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 0 && unit == 1 && nd == 2);
+  /* A dense 100 bytes: 96 in 16-byte units (and a tail of 4). */
+  n = 100;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 1, 1, &n, &n, NULL);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == 1 && unit == 16 && nd == 1);
+  /* Nothing to copy. */
+  shape[1] = 0;
+  ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);
+  CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == -1);
+}
+#endif
+
 /* one_hot and lookup_table's kernels on a small case, by hand. */
 static void test_encode_kernels(void) {
   int32_t classes[6] = {0, 2, -1, 1, 5, 2};
@@ -182,6 +255,10 @@ static void test_reshape_is_zero_copy(void) {
 int main(void) {
   RUN(test_strided_copy_random);
   RUN(test_strided_coalesce);
+#ifdef LADLE_HAVE_CUDA
+  RUN(test_gpu_strided_plan_emulated);
+  RUN(test_gpu_strided_plan_limits);
+#endif
   RUN(test_encode_kernels);
   RUN(test_batch_view);
   RUN(test_reshape_is_zero_copy);

@@ -17,6 +17,7 @@ int main(void) {
 #include <cuda_runtime_api.h>
 
 #include "cuda/runtime.h"
+#include "ops/tensor/tensor_args.h"
 #include "tensor_random.h"
 #include "test.h"
 
@@ -40,26 +41,77 @@ static void test_gpu_strided_copy(void) {
   cudaMallocHost(&host, bytes);
   CHECK(in && want && got && din && dout && host && dev);
   if (!(in && want && got && din && dout && host && dev)) return;
-  for (int round = 0; round < 5; round++) {
+  for (int round = 0; round < 25; round++) {
     for (int i = 0; i < COPIES; i++) {
-      int64_t in_total = 0;
-      cpu[i] = random_desc(&r, &in_total, &out_totals[i]);
+      int64_t in_total = 0, in_off = 0, out_off = 0;
+      if (round < 5)
+        cpu[i] = random_desc(&r, &in_total, &out_totals[i]);
+      else /* the fast paths: merged dims, 2..16-byte units, their fallbacks */
+        cpu[i] = random_fast_desc(&r, SLOT, &in_off, &out_off, &in_total, &out_totals[i]);
       for (int64_t b = 0; b < in_total * cpu[i].elem_size; b++) in[(size_t)i * SLOT + b] = (uint8_t)ladle__rng_u32(&r);
       gpu[i] = cpu[i];
-      cpu[i].in = in + (size_t)i * SLOT;
-      cpu[i].out = want + (size_t)i * SLOT;
-      gpu[i].in = din + (size_t)i * SLOT;
-      gpu[i].out = dout + (size_t)i * SLOT;
-      ladle__strided_copy(&cpu[i]);
+      cpu[i].in = in + (size_t)i * SLOT + in_off * cpu[i].elem_size;
+      cpu[i].out = want + (size_t)i * SLOT + out_off * cpu[i].elem_size;
+      gpu[i].in = din + (size_t)i * SLOT + in_off * cpu[i].elem_size;
+      gpu[i].out = dout + (size_t)i * SLOT + out_off * cpu[i].elem_size;
     }
+    /* The same bytes around every output (compared over the whole slot). */
+    memset(want, 0x5A, (size_t)COPIES * SLOT);
+    for (int i = 0; i < COPIES; i++) ladle__strided_copy(&cpu[i]);
+    CHECK(cudaMemset(dout, 0x5A, (size_t)COPIES * SLOT) == cudaSuccess);
     CHECK(cudaMemcpy(din, in, (size_t)COPIES * SLOT, cudaMemcpyHostToDevice) == cudaSuccess);
     CHECK_OK(ladle__gpu_strided_copy(gpu, COPIES, host, dev, bytes, NULL));
     CHECK(cudaMemcpy(got, dout, (size_t)COPIES * SLOT, cudaMemcpyDeviceToHost) == cudaSuccess);
-    for (int i = 0; i < COPIES; i++)
-      CHECK(memcmp(got + (size_t)i * SLOT, want + (size_t)i * SLOT, (size_t)(out_totals[i] * cpu[i].elem_size)) == 0);
+    CHECK(memcmp(got, want, (size_t)COPIES * SLOT) == 0);
   }
   free(in), free(want), free(got);
   cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
+}
+
+/* Samples near 2^31 elements (uint8): a [R, 999] window at column 1 of
+ * [R, 1000], R = 2^31 / 1000 (the last size with 32-bit indexing), and
+ * R + 1 rows (64-bit indexing), plus a contiguous copy of 2^31 + 17 bytes
+ * (16-byte units and a 1-byte tail). Skipped where the device lacks the memory
+ * or LADLE_TEST_SKIP_LARGE is set. */
+static void test_gpu_strided_large(void) {
+  int64_t rows = ((int64_t)1 << 31) / 1000;
+  if (getenv("LADLE_TEST_SKIP_LARGE")) { /* e.g. under compute-sanitizer, where 2^31 elements take long */
+    printf("  (large copies skipped: LADLE_TEST_SKIP_LARGE)\n");
+    return;
+  }
+  for (int t = 0; t < 3; t++) {
+    int64_t r = t == 1 ? rows + 1 : rows, in_shape[2] = {r, 1000}, shape[2] = {r, 999}, start[2] = {0, 1};
+    int64_t flat = ((int64_t)1 << 31) + 17; /* 16-byte units, then one byte */
+    size_t in_bytes = t == 2 ? (size_t)flat : (size_t)(r * 1000), out_bytes = t == 2 ? (size_t)flat : (size_t)(r * 999);
+    uint8_t *in = malloc(in_bytes), *want = malloc(out_bytes), *got = malloc(out_bytes);
+    uint8_t *din = dev_alloc(in_bytes), *dout = dev_alloc(out_bytes);
+    size_t bytes = ladle__gpu_strided_param_bytes(1);
+    void *host = NULL, *dev = dev_alloc(bytes);
+    cudaMallocHost(&host, bytes);
+    if (!(in && want && got && din && dout && dev && host)) {
+      printf("  (large copy %d skipped: not enough memory)\n", t);
+      (void)cudaGetLastError();
+    } else {
+      for (size_t i = 0; i < in_bytes; i++) in[i] = (uint8_t)((i * 2654435761u) >> 13);
+      ladle__strided_desc c, g;
+      if (t == 2) {
+        ladle__strided_dense(&c, want, in, 1, 1, &flat, &flat, NULL);
+      } else {
+        ladle__strided_dense(&c, want, in, 2, 1, shape, in_shape, start);
+      }
+      g = c;
+      g.in = din, g.out = dout;
+      int unit = 0, nd = 0, narrow = ladle__gpu_strided_plan_info(&g, &unit, &nd);
+      CHECK(narrow == (t != 1) && unit == (t == 2 ? 16 : 1));
+      ladle__strided_copy(&c);
+      CHECK(cudaMemcpy(din, in, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      CHECK_OK(ladle__gpu_strided_copy(&g, 1, host, dev, bytes, NULL));
+      CHECK(cudaMemcpy(got, dout, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      CHECK(memcmp(got, want, out_bytes) == 0);
+    }
+    free(in), free(want), free(got);
+    cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
+  }
 }
 
 /* one_hot and lookup_table over a few samples of random classes, every input type. */
@@ -115,6 +167,7 @@ int main(void) {
     return 77;
   }
   RUN(test_gpu_strided_copy);
+  RUN(test_gpu_strided_large);
   RUN(test_gpu_encode);
   TEST_MAIN_END();
 }

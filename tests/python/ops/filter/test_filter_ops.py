@@ -212,6 +212,22 @@ def test_erase_numpy_and_dali(kwargs):
             np.testing.assert_array_equal(g, ref)
 
 
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16, np.uint32, np.float64])
+def test_erase_fill_in_every_dtype(dtype):
+    """The fill value is written in the input's type (float64, 16-bit, ... as well as uint8/int32/float)."""
+    batch = [(np.arange(9 * 11 * 3) % 50).astype(dtype).reshape(9, 11, 3)]
+    name = {np.int8: "INT8", np.int16: "INT16", np.uint16: "UINT16", np.uint32: "UINT32", np.float64: "FLOAT64"}[dtype]
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1)
+    with pipe:
+        x = ladle.fn.external_source(name="x", dtype=getattr(ladle.types, name), ndim=3, layout="HWC")
+        pipe.set_outputs(ladle.fn.erase(x, anchor=[2, 3], shape=[4, 5], fill_value=[7, 8, 9]))
+    pipe.feed_input("x", batch)
+    got = np.array(pipe.run()[0].at(0))
+    pipe.close()
+    assert got.dtype == dtype
+    np.testing.assert_array_equal(got, erase_numpy(batch[0], [2, 3], [4, 5], np.array([7, 8, 9], dtype)))
+
+
 def test_erase_bad_arguments():
     batch = images(13)
     with pytest.raises(ladle.Error, match=r"erase.*'anchor'.*'shape'"):
@@ -331,3 +347,31 @@ def test_gpu_filters_equal_cpu(dtype):
     for cpu, gpu in zip(*results):
         for a, b in zip(cpu, gpu):
             np.testing.assert_array_equal(a, b)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32, np.float64])
+def test_gpu_erase_boxes_equal_cpu(dtype):
+    """erase on the GPU (a copy, then each box's elements) against the CPU: overlapping boxes, boxes partly
+    outside the image, one fill value and one per channel, odd image sizes."""
+    rng = np.random.default_rng(31)
+    batch = [(rng.standard_normal((h, w, 3)) * 50).astype(dtype) for h, w in [(33, 47), (1, 1), (64, 64), (17, 5)]]
+    name = {np.uint8: "UINT8", np.int16: "INT16", np.float32: "FLOAT", np.float64: "FLOAT64"}[dtype]
+    boxes = dict(anchor=[1.5, 2, 8, 9, -3, -4, 10, 30], shape=[4, 5.5, 30, 2, 8, 9, 100, 100])
+    results = []
+    for dev in ("cpu", "gpu"):
+        pipe = ladle.Pipeline(batch_size=len(batch), num_threads=2, device_id=0 if dev == "gpu" else None)
+        with pipe:
+            x = ladle.fn.external_source(name="x", dtype=getattr(ladle.types, name), ndim=3, layout="HWC")
+            x = x.gpu() if dev == "gpu" else x
+            pipe.set_outputs(ladle.fn.erase(x, device=dev, fill_value=[7, 8, 9], **boxes),
+                             ladle.fn.erase(x, device=dev, fill_value=-5, **boxes),
+                             ladle.fn.erase(x, device=dev, anchor=[0.2, 0.1], shape=[0.5, 0.7], normalized=True))
+        pipe.feed_input("x", batch)
+        outs = pipe.run()
+        results.append([[np.array((o.as_cpu() if hasattr(o, "as_cpu") else o).at(i)) for i in range(len(batch))]
+                        for o in outs])
+        pipe.close()
+    for cpu, gpu in zip(*results):
+        for a, b in zip(cpu, gpu):
+            assert a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
