@@ -326,6 +326,10 @@ typedef struct ladle_op_schema {
    * (random_object_bbox's format="box"); 0: never. */
   int one_output_if_arg;
   int one_output_choice;
+  /* > 0: inputs from this index on are read on the host whatever the
+   * operator's device (slice's anchor and shape inputs, filter's kernel, as in
+   * DALI): a GPU operator takes them from CPU operators. */
+  int host_inputs_from;
 } ladle_op_schema;
 
 /** Number of registered operators. */

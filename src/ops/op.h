@@ -90,9 +90,6 @@ typedef struct ladle__op_def {
    * (reshape, squeeze...): the executor makes a view (ladle__batch_view) and
    * calls neither run nor run_batch. */
   int views_input;
-  /* > 0: inputs from this index on are read on the host whatever the
-   * operator's device (slice's anchor and shape inputs, as in DALI). */
-  int host_inputs_from;
   /* Operators that make their own output batches (LADLE_OP_CALLBACK):
    * called once per iteration instead of setup/run/run_batch; sets every
    * node->out_batches[k] to a new reference of `batch` samples, or fails

@@ -521,7 +521,7 @@ static ladle_status check_placement(ladle_pipeline *p) {
     const char *op = n->def->schema.name;
     gpu |= n->device != LADLE_ON_CPU;
     for (int k = 0; k < n->num_inputs; k++) {
-      int host_input = n->def->host_inputs_from > 0 && k >= n->def->host_inputs_from;
+      int host_input = n->def->schema.host_inputs_from > 0 && k >= n->def->schema.host_inputs_from;
       int want_gpu = n->device == LADLE_ON_GPU && !host_input;
       if (on_gpu(p, n->inputs[k]) == want_gpu) continue;
       if (host_input)

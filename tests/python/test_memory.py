@@ -67,6 +67,11 @@ def test_release_memory_gives_idle_memory_back(photo_root):
     pipe = crop_pipeline(photo_root)
     for _ in range(12):
         pipe.run()
+    # The executor goes on preparing the prefetched iterations (depth 2): compare once it has
+    # (it then waits for the consumer and allocates nothing).
+    deadline = time.time() + 60
+    while pipe.executor_statistics()["iterations"] < 14 and time.time() < deadline:
+        time.sleep(0.01)
     before = pipe.executor_statistics()["memory"]["host_pageable"]
     assert before["reserved_bytes"] > before["used_bytes"]  # idle blocks kept for reuse
     released = pipe.release_memory()

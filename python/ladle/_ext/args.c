@@ -330,13 +330,14 @@ static PyObject *op_schema_to_dict(const ladle_op_schema *s) {
     }
     Py_DECREF(name);
   }
-  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z}", "name", s->name, "doc",
+  d = Py_BuildValue("{s:s,s:s,s:i,s:i,s:i,s:O,s:O,s:O,s:i,s:z,s:z,s:i}", "name", s->name, "doc",
                     s->doc ? s->doc : "", "min_inputs", s->min_inputs, "max_inputs", s->max_inputs, "num_outputs",
                     s->num_outputs, "devices", devices, "flags", flags, "args", args, "outputs_per_extra_input",
                     s->outputs_per_extra_input, "one_output_if",
                     s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].name : NULL, "one_output_choice",
                     s->one_output_if_arg > 0 ? s->args[s->one_output_if_arg - 1].choices[s->one_output_choice]
-                                             : NULL);
+                                             : NULL,
+                    "host_inputs_from", s->host_inputs_from);
 done:
   Py_XDECREF(devices);
   Py_XDECREF(args);

@@ -428,8 +428,11 @@ class _Call:
         n = sizes.pop() if sizes else 1
         on_gpu = any(b.device == "gpu" for b in batches)
         op_device = _resolve_device(public, info.schema, self.device, on_gpu)
+        host_from = info.schema.get("host_inputs_from", 0)
         if op_device == "mixed":
             batches = [b.cpu() for b in batches]
+        elif host_from:  # inputs the operator reads on the host (slice's anchor, filter's kernel)
+            batches = [b.cpu() if i >= host_from else b for i, b in enumerate(batches)]
         in_sigs = [_sig(b) for b in batches]
         arg_sigs = {k: _sig(b) for k, b in per_sample.items()}
         self.op_device = op_device
@@ -445,7 +448,7 @@ class _Call:
             for i, sig in enumerate(in_sigs):
                 node = fn.external_source(name=f"input{i}", device=sig[3], dtype=sig[0], ndim=sig[1],
                                           layout=sig[2])
-                if op_device == "gpu" and sig[3] == "cpu":
+                if op_device == "gpu" and sig[3] == "cpu" and not (host_from and i >= host_from):
                     node = node.gpu()
                 nodes.append(node)
             args = dict(constants)

@@ -218,11 +218,10 @@ const ladle__op_def ladle__op_filter = {
                       "channel by channel and frame by frame, computed in float32. Inputs: data, filter, optional "
                       "fill_value.",
                .min_inputs = 2, .max_inputs = 3, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
-               .num_args = CF_COUNT, .args = conv_args},
+               .num_args = CF_COUNT, .args = conv_args, .host_inputs_from = 1},
     .sample_state_size = sizeof(conv_sample),
     .init = conv_init,
     .setup = conv_setup,
     .run = conv_run,
     .run_batch = CONV_RUN_BATCH,
-    .host_inputs_from = 1,
 };

@@ -361,7 +361,7 @@ const ladle__op_def ladle__op_decoders_image_slice = {
                       "that window where the format allows. The slice must lie in the image.",
                .min_inputs = 1, .max_inputs = 3, .num_outputs = 1,
                .devices = LADLE_ON_CPU_MIXED,
-               .num_args = ARG_IMAGE_SLICE_COUNT, .args = image_slice_args},
+               .num_args = ARG_IMAGE_SLICE_COUNT, .args = image_slice_args, .host_inputs_from = 1},
     .sample_state_size = sizeof(sample_state),
     .init = image_slice_init,
     .fini = decoder_fini,
@@ -369,5 +369,4 @@ const ladle__op_def ladle__op_decoders_image_slice = {
     .setup = decoder_setup,
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
-    .host_inputs_from = 1,
 };

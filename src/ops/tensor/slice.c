@@ -214,14 +214,13 @@ const ladle__op_def ladle__op_slice = {
                .doc = "Extracts a sub-tensor: by start and end or shape (absolute or relative) on the given axes, or "
                       "by the inputs anchor and shape (read on the host).",
                .min_inputs = 1, .max_inputs = 3, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
-               .num_args = 12, .args = slice_args},
+               .num_args = 12, .args = slice_args, .host_inputs_from = 1},
     .sample_state_size = sizeof(slice_sample),
     .init = slice_init,
     .fini = slice_fini,
     .setup = slice_setup,
     .run = slice_run,
     .run_batch = slice_run_batch,
-    .host_inputs_from = 1,
 };
 
 /* --- element_extract ---------------------------------------------------------------- */

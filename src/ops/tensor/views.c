@@ -178,11 +178,10 @@ const ladle__op_def ladle__op_reshape = {
                .doc = "Gives every sample a new shape of the same number of elements, or a new layout; the data "
                       "are not copied (the output views the input's memory).",
                .min_inputs = 1, .max_inputs = 2, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
-               .num_args = 4, .args = reshape_args},
+               .num_args = 4, .args = reshape_args, .host_inputs_from = 1},
     .init = reshape_init,
     .setup = reshape_setup,
     .views_input = 1,
-    .host_inputs_from = 1,
 };
 
 const ladle__op_def ladle__op_reinterpret = {
@@ -190,11 +189,10 @@ const ladle__op_def ladle__op_reinterpret = {
                .doc = "Reads every sample's bytes as another element type and/or shape (reshape's arguments and "
                       "dtype); the data are not copied.",
                .min_inputs = 1, .max_inputs = 2, .num_outputs = 1, .devices = LADLE_ON_CPU_GPU,
-               .num_args = 5, .args = reinterpret_args},
+               .num_args = 5, .args = reinterpret_args, .host_inputs_from = 1},
     .init = reshape_init,
     .setup = reshape_setup,
     .views_input = 1,
-    .host_inputs_from = 1,
 };
 
 /* --- squeeze and expand_dims ---------------------------------------------- */

@@ -33,7 +33,7 @@ def run_epochs(capture, epochs=2, batch_size=3, step=train_step, seed=7):
         for _ in range(epochs):
             for jpegs, labels in reader.next_epoch(batch_size=batch_size, capture=capture):
                 x = step(jpegs, rng)
-                out.append((np.array(x.torch()), np.array(labels.torch())))
+                out.append((x.torch().cpu().numpy(), labels.torch().cpu().numpy()))  # GPU results copied to compare
     state = rng.get_state()
     reader.close()
     ctx.close()
