@@ -281,6 +281,17 @@ def gpu_used_mb(torch):
     return round((total - free) / 2**20, 1)
 
 
+def drop_caches():
+    """None when the page cache was dropped, else why it could not be."""
+    try:
+        os.sync()
+        with open("/proc/sys/vm/drop_caches", "w") as f:
+            f.write("3\n")
+        return None
+    except OSError as e:
+        return f"cannot drop the page cache: {e}"
+
+
 # --- figures -----------------------------------------------------------------
 
 def child_env(dali):

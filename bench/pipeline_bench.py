@@ -199,24 +199,13 @@ def measure(ctx, spec, deadline):
     return result
 
 
-def drop_caches():
-    """None when the page cache was dropped, else why it could not be."""
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return None
-    except OSError as e:
-        return f"cannot drop the page cache: {e}"
-
-
 def measure_cold(ctx, spec, deadline):
     """One epoch from a dropped page cache, loader start-up included."""
     from loaders import make_loader, describe
     fs = common.filesystem_of(spec["root"])
     if fs in ("tmpfs", "ramfs", "overlay"):
         return {"skipped": f"the data is on {fs}: dropping the page cache would not make it cold"}
-    reason = drop_caches()
+    reason = common.drop_caches()
     if reason:
         return {"skipped": reason}
     name, batch, threads = spec["loader"], spec["batch_size"], spec["threads"]

@@ -209,16 +209,6 @@ def evict(paths):
     return round(time.perf_counter() - start, 2)
 
 
-def drop_caches():
-    try:
-        os.sync()
-        with open("/proc/sys/vm/drop_caches", "w") as f:
-            f.write("3\n")
-        return None
-    except OSError as e:
-        return f"cannot drop the page cache: {e}"
-
-
 def warm(paths):
     start = time.perf_counter()
     for p in paths:
@@ -505,7 +495,7 @@ def parent_main(args):
                     ev["evict_seconds"] = evict(inodes)
                     ev["after_evict"] = residency(inodes)
                     if args.drop_caches:  # last: the residency check looks the files up again
-                        ev["drop_caches"] = drop_caches() or "done"
+                        ev["drop_caches"] = common.drop_caches() or "done"
                 res = run_child(args, spec)
                 res.setdefault("lib", lib)
                 res.setdefault("files", n)
