@@ -50,11 +50,20 @@ def test_every_schema_becomes_a_function_with_docs():
                     assert p.default == a["default"]
 
 
+def test_host_inputs_are_schema():
+    """Inputs read on the host whatever the device (DALI's CPU-only inputs) are in the schema, for
+    fn and ladle.dynamic alike."""
+    schemas = {s["name"]: s for s in _ladle.op_schemas()}
+    assert schemas["slice"]["host_inputs_from"] == 1 and schemas["filter"]["host_inputs_from"] == 1
+    assert schemas["resize"]["host_inputs_from"] == 0
+
+
 def test_schema_dicts_are_well_formed():
     types_seen = set()
     for s in _ladle.op_schemas():
         assert set(s) == {"name", "doc", "min_inputs", "max_inputs", "num_outputs", "devices", "flags", "args",
-                          "outputs_per_extra_input", "one_output_if", "one_output_choice"}
+                          "outputs_per_extra_input", "one_output_if", "one_output_choice", "host_inputs_from"}
+        assert 0 <= s["host_inputs_from"] <= max(s["max_inputs"], 0)
         names = {a["name"]: a for a in s["args"]}
         for a in s["args"]:  # bool arguments that add outputs when true
             assert a["adds_outputs"] >= 0 and (a["adds_outputs"] == 0 or a["type"] == "bool")
