@@ -64,10 +64,21 @@ __device__ __forceinline__ void run_general(const ladle__math_prog &prog, const 
   }
 }
 
+/* The general loop called from the flat kernel (inlined there, its arrays
+ * would make the flat loop spill). */
+__device__ __noinline__ void run_general_call(const ladle__math_prog &prog, const ladle__math_sample *sp) {
+  run_general(prog, sp);
+}
+
 /* grid (blocks, samples), block 256: the general loop. */
 __global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict__ p) {
   run_general(p->p, &p->s[blockIdx.y]);
 }
+
+/* The operations other than + - * in the flat loop: one called function
+ * (inlined eight times, the transcendental ones would cost registers that
+ * the whole loop then keeps). */
+__device__ __noinline__ float flat_op(int op, float a, float b, float c) { return ladle__math_f32(op, a, b, c); }
 
 /* An operand of the flat loop: a constant (also the 0 of an operand past
  * the arity), the previous step's result, or leaf j. */
@@ -77,7 +88,7 @@ enum { FLAT_CONST = -2, FLAT_PREV = -1 };
  * with leaves of type TIN and output TOUT, on samples that
  * ladle__math_is_flat accepts (other samples run the general loop): 32-bit
  * indices, leaf k at i & mask[k] (stride 1: all ones, 0: zero), constants
- * converted to float once per thread, the previous step's result in a
+ * converted to float once per block, the previous step's result in a
  * register (rounded through float16 where that step stores float16, as its
  * store and the next load would). The operations are math_scalar.h's. */
 template <int TIN, int TOUT>
@@ -86,7 +97,7 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
   const ladle__math_sample *sp = &p->s[blockIdx.y];
   const int leaves = prog.num_leaves, steps = prog.num_steps;
   if (!ladle__math_is_flat(sp, leaves)) {
-    run_general(prog, sp);
+    run_general_call(prog, sp);
     return;
   }
   const uint32_t count = sp->ndim ? (uint32_t)sp->shape[0] : 1u;
@@ -97,30 +108,35 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
     in[j] = j < leaves ? sp->in[j] : sp->in[0];
     mask[j] = j < leaves && sp->ndim && sp->strides[j][0] ? 0xFFFFFFFFu : 0u;
   }
-  int op[LADLE_MATH_MAX_STEPS], src[LADLE_MATH_MAX_STEPS][LADLE_MATH_MAX_OPERANDS];
-  float cst[LADLE_MATH_MAX_STEPS][LADLE_MATH_MAX_OPERANDS];
-  unsigned half = 0; /* bit t: step t stores float16 */
-#pragma unroll
-  for (int t = 0; t < LADLE_MATH_MAX_STEPS; t++) {
+  /* The program, decoded once per block: op[t]; src[t], operand k's source
+   * in bits 4k..4k+3 (FLAT_* + 2 or leaf + 2); cst[t][k], a constant as a
+   * float; bit t of half: step t stores float16. */
+  __shared__ int op[LADLE_MATH_MAX_STEPS];
+  __shared__ unsigned src[LADLE_MATH_MAX_STEPS], half;
+  __shared__ float cst[LADLE_MATH_MAX_STEPS][LADLE_MATH_MAX_OPERANDS];
+  if (threadIdx.x < LADLE_MATH_MAX_STEPS) {
+    const int t = threadIdx.x;
     op[t] = LADLE_MATH_PLUS;
-    if (t < steps) {
-      const ladle__math_step &st = prog.step[t];
-      op[t] = st.e.op;
-      if (st.e.out_dtype == LADLE_FLOAT16) half |= 1u << t;
-    }
-#pragma unroll
+    src[t] = 0;
     for (int k = 0; k < LADLE_MATH_MAX_OPERANDS; k++) {
-      src[t][k] = FLAT_CONST;
       cst[t][k] = 0.0f;
       if (t < steps && k < prog.step[t].e.arity) {
         const ladle__math_step &st = prog.step[t];
         if (st.e.is_constant[k])
           cst[t][k] = ladle__math_load_f32(&st.e.constant[k], 0, st.e.in_dtype[k]);
         else
-          src[t][k] = st.ref[k] >= 0 ? st.ref[k] : FLAT_PREV;
+          src[t] |= (unsigned)((st.ref[k] >= 0 ? st.ref[k] : FLAT_PREV) + 2) << (4 * k);
       }
     }
+    if (t < steps) op[t] = prog.step[t].e.op;
+    if (t == 0) {
+      unsigned h = 0;
+      for (int j = 0; j < steps; j++)
+        if (prog.step[j].e.out_dtype == LADLE_FLOAT16) h |= 1u << j;
+      half = h;
+    }
   }
+  __syncthreads();
   const uint32_t stride = gridDim.x * blockDim.x; /* at most 2^20: i + stride never wraps */
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
     float leaf[LADLE_MATH_FLAT_LEAVES], acc = 0.0f;
@@ -133,7 +149,7 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
       float v[LADLE_MATH_MAX_OPERANDS];
 #pragma unroll
       for (int k = 0; k < LADLE_MATH_MAX_OPERANDS; k++) {
-        const int r = src[t][k];
+        const int r = (int)((src[t] >> (4 * k)) & 15u) - 2;
         float x = r == FLAT_CONST ? cst[t][k] : r == FLAT_PREV ? acc : leaf[0];
 #pragma unroll
         for (int j = 1; j < LADLE_MATH_FLAT_LEAVES; j++) x = r == j ? leaf[j] : x;
@@ -143,7 +159,7 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
       acc = o == LADLE_MATH_MUL   ? LADLE__MATH_FMUL(v[0], v[1])
             : o == LADLE_MATH_ADD ? LADLE__MATH_FADD(v[0], v[1])
             : o == LADLE_MATH_SUB ? LADLE__MATH_FSUB(v[0], v[1])
-                                  : ladle__math_f32(o, v[0], v[1], v[2]);
+                                  : flat_op(o, v[0], v[1], v[2]);
       if (t < steps - 1 && ((half >> t) & 1u)) acc = ladle__f16_to_f32(ladle__f32_to_f16(acc));
     }
     ladle__math_store_f32(sp->out, (int64_t)i, TOUT, acc);
