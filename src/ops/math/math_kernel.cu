@@ -1,5 +1,8 @@
-/* The CUDA side of the element-wise kernel (math_kernel.h): one thread per
- * output element, the same per-element function as the CPU (math_scalar.h). */
+/* The CUDA side of the element-wise kernel (math_kernel.h): grid-stride
+ * loops over each sample's output, the same per-element functions as the
+ * CPU (math_scalar.h). Two kernels: the general one (any program, strides
+ * of any dimensions), and the flat one for the commonest programs (float32
+ * arithmetic on uint8, float32 or float16 leaves) on contiguous samples. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
