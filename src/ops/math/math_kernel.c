@@ -34,6 +34,33 @@ void ladle__math_collapse(ladle__math_sample *s, int arity) { /* arity: the leav
   s->ndim = nd;
 }
 
+int ladle__math_prog_is_linear_f32(const ladle__math_prog *p, int *leaf_dtype) {
+  int dtype[LADLE_MATH_FLAT_LEAVES];
+  if (p->num_steps < 1 || p->num_steps > LADLE_MATH_MAX_STEPS || p->num_leaves < 1 ||
+      p->num_leaves > LADLE_MATH_FLAT_LEAVES)
+    return 0;
+  for (int j = 0; j < p->num_leaves; j++) dtype[j] = -1;
+  for (int t = 0; t < p->num_steps; t++) {
+    const ladle__math_expr *e = &p->step[t].e;
+    if (e->cls != LADLE_MATH_F32 || e->arity < 1 || e->arity > LADLE_MATH_MAX_OPERANDS) return 0;
+    if (t < p->num_steps - 1 && e->out_dtype != LADLE_FLOAT32 && e->out_dtype != LADLE_FLOAT16) return 0;
+    for (int k = 0; k < e->arity; k++) {
+      const int ref = p->step[t].ref[k];
+      if (e->is_constant[k]) continue;
+      if (ref >= 0) {
+        if (ref >= p->num_leaves || (dtype[ref] >= 0 && dtype[ref] != e->in_dtype[k])) return 0;
+        dtype[ref] = e->in_dtype[k];
+      } else if (-1 - ref != t - 1 || e->in_dtype[k] != p->step[t - 1].e.out_dtype) {
+        return 0;
+      }
+    }
+  }
+  for (int j = 0; j < p->num_leaves; j++)
+    if (dtype[j] != dtype[0] || dtype[j] < 0) return 0;
+  *leaf_dtype = dtype[0];
+  return 1;
+}
+
 /* The CPU kernel works on blocks of up to BLOCK elements of one output row:
  * each operand is loaded into a block of the computing class, the operation
  * runs over the blocks, the result block is stored. The switches on type

@@ -1,5 +1,8 @@
-/* The CUDA side of the element-wise kernel (math_kernel.h): one thread per
- * output element, the same per-element function as the CPU (math_scalar.h). */
+/* The CUDA side of the element-wise kernel (math_kernel.h): grid-stride
+ * loops over each sample's output, the same per-element functions as the
+ * CPU (math_scalar.h). Two kernels: the general one (any program, strides
+ * of any dimensions), and the flat one for the commonest programs (float32
+ * arithmetic on uint8, float32 or float16 leaves) on contiguous samples. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
@@ -27,12 +30,11 @@ size_t param_bytes(int n) {
   return (b + 15) & ~(size_t)15;
 }
 
-/* grid (blocks, samples), block 256: a grid-stride loop over each sample.
- * Each step's result lives in reg[t] as one element of its output type (the
- * bytes the unfused chain would store), which later steps load. */
-__global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict__ p) {
-  const ladle__math_prog &prog = p->p;
-  const ladle__math_sample *sp = &p->s[blockIdx.y];
+/* The general loop over one sample, in a grid-stride loop of the blocks of
+ * its grid row. Each step's result lives in reg[t] as one element of its
+ * output type (the bytes the unfused chain would store), which later steps
+ * load. */
+__device__ __forceinline__ void run_general(const ladle__math_prog &prog, const ladle__math_sample *sp) {
   const int nd = sp->ndim, leaves = prog.num_leaves, steps = prog.num_steps;
   int64_t count = 1;
   for (int d = 0; d < nd; d++) count *= sp->shape[d];
@@ -62,6 +64,108 @@ __global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict
       ladle__math_element(st.e.op, st.e.cls, st.e.arity, last ? sp->out : (void *)&reg[t], last ? i : 0,
                           st.e.out_dtype, src, st.e.in_dtype, at);
     }
+  }
+}
+
+/* The general loop called from the flat kernel (inlined there, its arrays
+ * would make the flat loop spill). */
+__device__ __noinline__ void run_general_call(const ladle__math_prog &prog, const ladle__math_sample *sp) {
+  run_general(prog, sp);
+}
+
+/* grid (blocks, samples), block 256: the general loop. */
+__global__ void __launch_bounds__(256) math_kernel(const math_params *__restrict__ p) {
+  run_general(p->p, &p->s[blockIdx.y]);
+}
+
+/* The operations other than + - * in the flat loop: one called function
+ * (inlined eight times, the transcendental ones would cost registers that
+ * the whole loop then keeps). */
+__device__ __noinline__ float flat_op(int op, float a, float b, float c) { return ladle__math_f32(op, a, b, c); }
+
+/* An operand of the flat loop: a constant (also the 0 of an operand past
+ * the arity), the previous step's result, or leaf j. */
+enum { FLAT_CONST = -2, FLAT_PREV = -1 };
+
+/* The flat loop of a program that ladle__math_prog_is_linear_f32 accepts,
+ * with leaves of type TIN and output TOUT, on samples that
+ * ladle__math_is_flat accepts (other samples run the general loop): 32-bit
+ * indices, leaf k at i & mask[k] (stride 1: all ones, 0: zero), constants
+ * converted to float once per block, the previous step's result in a
+ * register (rounded through float16 where that step stores float16, as its
+ * store and the next load would). The operations are math_scalar.h's. */
+template <int TIN, int TOUT>
+__global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__restrict__ p) {
+  const ladle__math_prog &prog = p->p;
+  const ladle__math_sample *sp = &p->s[blockIdx.y];
+  const int leaves = prog.num_leaves, steps = prog.num_steps;
+  if (!ladle__math_is_flat(sp, leaves)) {
+    run_general_call(prog, sp);
+    return;
+  }
+  const uint32_t count = sp->ndim ? (uint32_t)sp->shape[0] : 1u;
+  const void *in[LADLE_MATH_FLAT_LEAVES];
+  uint32_t mask[LADLE_MATH_FLAT_LEAVES];
+#pragma unroll
+  for (int j = 0; j < LADLE_MATH_FLAT_LEAVES; j++) {
+    in[j] = j < leaves ? sp->in[j] : sp->in[0];
+    mask[j] = j < leaves && sp->ndim && sp->strides[j][0] ? 0xFFFFFFFFu : 0u;
+  }
+  /* The program, decoded once per block: op[t]; src[t], operand k's source
+   * in bits 4k..4k+3 (FLAT_* + 2 or leaf + 2); cst[t][k], a constant as a
+   * float; bit t of half: step t stores float16. */
+  __shared__ int op[LADLE_MATH_MAX_STEPS];
+  __shared__ unsigned src[LADLE_MATH_MAX_STEPS], half;
+  __shared__ float cst[LADLE_MATH_MAX_STEPS][LADLE_MATH_MAX_OPERANDS];
+  if (threadIdx.x < LADLE_MATH_MAX_STEPS) {
+    const int t = threadIdx.x;
+    op[t] = LADLE_MATH_PLUS;
+    src[t] = 0;
+    for (int k = 0; k < LADLE_MATH_MAX_OPERANDS; k++) {
+      cst[t][k] = 0.0f;
+      if (t < steps && k < prog.step[t].e.arity) {
+        const ladle__math_step &st = prog.step[t];
+        if (st.e.is_constant[k])
+          cst[t][k] = ladle__math_load_f32(&st.e.constant[k], 0, st.e.in_dtype[k]);
+        else
+          src[t] |= (unsigned)((st.ref[k] >= 0 ? st.ref[k] : FLAT_PREV) + 2) << (4 * k);
+      }
+    }
+    if (t < steps) op[t] = prog.step[t].e.op;
+    if (t == 0) {
+      unsigned h = 0;
+      for (int j = 0; j < steps; j++)
+        if (prog.step[j].e.out_dtype == LADLE_FLOAT16) h |= 1u << j;
+      half = h;
+    }
+  }
+  __syncthreads();
+  const uint32_t stride = gridDim.x * blockDim.x; /* at most 2^20: i + stride never wraps */
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < count; i += stride) {
+    float leaf[LADLE_MATH_FLAT_LEAVES], acc = 0.0f;
+#pragma unroll
+    for (int j = 0; j < LADLE_MATH_FLAT_LEAVES; j++)
+      leaf[j] = j < leaves ? ladle__math_load_f32(in[j], (int64_t)(i & mask[j]), TIN) : 0.0f;
+#pragma unroll
+    for (int t = 0; t < LADLE_MATH_MAX_STEPS; t++) {
+      if (t >= steps) break;
+      float v[LADLE_MATH_MAX_OPERANDS];
+#pragma unroll
+      for (int k = 0; k < LADLE_MATH_MAX_OPERANDS; k++) {
+        const int r = (int)((src[t] >> (4 * k)) & 15u) - 2;
+        float x = r == FLAT_CONST ? cst[t][k] : r == FLAT_PREV ? acc : leaf[0];
+#pragma unroll
+        for (int j = 1; j < LADLE_MATH_FLAT_LEAVES; j++) x = r == j ? leaf[j] : x;
+        v[k] = x;
+      }
+      const int o = op[t];
+      acc = o == LADLE_MATH_MUL   ? LADLE__MATH_FMUL(v[0], v[1])
+            : o == LADLE_MATH_ADD ? LADLE__MATH_FADD(v[0], v[1])
+            : o == LADLE_MATH_SUB ? LADLE__MATH_FSUB(v[0], v[1])
+                                  : flat_op(o, v[0], v[1], v[2]);
+      if (t < steps - 1 && ((half >> t) & 1u)) acc = ladle__f16_to_f32(ladle__f32_to_f16(acc));
+    }
+    ladle__math_store_f32(sp->out, (int64_t)i, TOUT, acc);
   }
 }
 
@@ -110,9 +214,19 @@ extern "C" ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const la
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, param_bytes(n), cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError(); /* a stale error from elsewhere must not be blamed on the launch */
   {
-    int64_t blocks = (largest + 255) / 256;
+    /* The flat kernel for the commonest (leaf, output) types: each thread
+     * takes several elements, which pays for converting the constants. */
+    const int out = p->step[p->num_steps - 1].e.out_dtype;
+    int leaf = -1;
+    const int linear = ladle__math_prog_is_linear_f32(p, &leaf);
+    void (*kernel)(const math_params *) = math_kernel;
+    if (linear && leaf == LADLE_UINT8 && out == LADLE_FLOAT32) kernel = math_flat_kernel<LADLE_UINT8, LADLE_FLOAT32>;
+    if (linear && leaf == LADLE_FLOAT32 && out == LADLE_FLOAT32) kernel = math_flat_kernel<LADLE_FLOAT32, LADLE_FLOAT32>;
+    if (linear && leaf == LADLE_FLOAT16 && out == LADLE_FLOAT16) kernel = math_flat_kernel<LADLE_FLOAT16, LADLE_FLOAT16>;
+    const int64_t per_block = kernel == math_kernel ? 256 : 256 * 8;
+    int64_t blocks = (largest + per_block - 1) / per_block;
     dim3 grid((unsigned)(blocks < 4096 ? blocks : 4096), (unsigned)n);
-    math_kernel<<<grid, 256, 0, s>>>((const math_params *)dev_params);
+    kernel<<<grid, 256, 0, s>>>((const math_params *)dev_params);
   }
   LADLE_CUDA_CHECK_LAUNCH(math_kernel);
 done:

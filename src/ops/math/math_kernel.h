@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 #include "ladle/ladle.h"
+#include "ops/kernels/half.h" /* LADLE_HD */
 
 #ifdef __cplusplus
 extern "C" {
@@ -79,6 +80,27 @@ int64_t ladle__math_count(const ladle__math_sample *s);
  * become one dimension, a scalar against a tensor too. Same result, fewer
  * index computations. */
 void ladle__math_collapse(ladle__math_sample *s, int num_leaves);
+
+/* The CUDA kernel's flat path: 1 when the (collapsed) sample is one
+ * dimension (or none) that every leaf reads with stride 1 or 0 (broadcast),
+ * and its count fits a 32-bit index (at most INT32_MAX elements): then
+ * element i reads leaf k at i or at 0, no per-dimension division. */
+static inline LADLE_HD int ladle__math_is_flat(const ladle__math_sample *s, int num_leaves) {
+  if (s->ndim > 1) return 0;
+  if (s->ndim == 0) return 1;
+  if (s->shape[0] < 0 || s->shape[0] > INT32_MAX) return 0;
+  for (int k = 0; k < num_leaves; k++)
+    if (s->strides[k][0] != 0 && s->strides[k][0] != 1) return 0;
+  return 1;
+}
+
+/* 1 when the CUDA kernel's specialised flat loop can run the program, whose
+ * leaves then all have the type *leaf_dtype: every step computes in float32
+ * and reads constants, leaves (at most LADLE_MATH_FLAT_LEAVES, each read
+ * somewhere, all of one type) or the previous step's result; every step but the last stores float32 or
+ * float16. Else 0 (the general kernel runs it). */
+#define LADLE_MATH_FLAT_LEAVES 4
+int ladle__math_prog_is_linear_f32(const ladle__math_prog *p, int *leaf_dtype);
 
 /* The CPU kernel. Integer division or modulo by zero: returns 1 (the
  * output is then incomplete), else 0. */

@@ -266,11 +266,117 @@ static void test_chains(void) {
   cudaFree(dp);
 }
 
+/* The flat kernel (math_kernel.h: linear float32 programs on 1-D samples of
+ * stride 0/1) against the CPU program, bit for bit (NaNs of either sign
+ * equal): per program type pair, one launch of samples of 1, 7, 1000003 and
+ * 2^23 + 13 elements (more than one grid-stride pass), a 0-d sample, and a
+ * sample with a strided leaf (the general loop inside the flat kernel). */
+static void flat_case(int leaf_type, int mid_type, int out_type, int op2, int seed) {
+  enum { S = 6, NL = 2 };
+  const int64_t counts[S] = {1, 7, 1000003, ((int64_t)1 << 23) + 13, 1, 300};
+  ladle__rng_init(&rng, 99, (uint64_t)seed, 0, 0);
+  /* step 0: leaf0 * 0.5; step 1: prev (op2) leaf1 (leaf1 broadcast: stride 0
+   * in samples 1 and 3); step 2: prev + 1; step 3: clamp(prev, -2, 100). */
+  ladle__math_prog p = {.num_steps = 4, .num_leaves = NL};
+  float c05 = 0.5f, c1 = 1.0f, lo = -2.0f, hi = 100.0f;
+  p.step[0].e = (ladle__math_expr){.op = LADLE_MATH_MUL, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {leaf_type, LADLE_FLOAT32}, .out_dtype = mid_type,
+                                   .is_constant = {0, 1}};
+  memcpy(&p.step[0].e.constant[1], &c05, 4);
+  p.step[1].e = (ladle__math_expr){.op = op2, .cls = LADLE_MATH_F32, .arity = op2 == LADLE_MATH_SQRT ? 1 : 2,
+                                   .in_dtype = {mid_type, leaf_type}, .out_dtype = mid_type};
+  p.step[1].ref[0] = -1;
+  p.step[1].ref[1] = 1;
+  if (op2 == LADLE_MATH_SQRT) p.step[1].ref[1] = 0;
+  p.step[2].e = (ladle__math_expr){.op = LADLE_MATH_ADD, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {mid_type, LADLE_FLOAT32}, .out_dtype = mid_type,
+                                   .is_constant = {0, 1}};
+  memcpy(&p.step[2].e.constant[1], &c1, 4);
+  p.step[2].ref[0] = -2;
+  p.step[3].e = (ladle__math_expr){.op = LADLE_MATH_CLAMP, .cls = LADLE_MATH_F32, .arity = 3,
+                                   .in_dtype = {mid_type, LADLE_FLOAT32, LADLE_FLOAT32}, .out_dtype = out_type,
+                                   .is_constant = {0, 1, 1}};
+  memcpy(&p.step[3].e.constant[1], &lo, 4);
+  memcpy(&p.step[3].e.constant[2], &hi, 4);
+  p.step[3].ref[0] = -3;
+  if (op2 == LADLE_MATH_SQRT) p.num_leaves = 1; /* leaf 1 read nowhere */
+  int leaf = -1;
+  CHECK(ladle__math_prog_is_linear_f32(&p, &leaf) == 1 && leaf == leaf_type);
+  const size_t ls = ladle_dtype_size((ladle_dtype)leaf_type), os = ladle_dtype_size((ladle_dtype)out_type);
+  void *host[S][NL], *dev[S][NL], *cpu_out[S], *gpu_out[S], *dout[S];
+  ladle__math_sample cpu[S], gpu[S];
+  for (int i = 0; i < S; i++) {
+    const int64_t n = counts[i], strided = i == S - 1;
+    memset(&cpu[i], 0, sizeof cpu[i]);
+    cpu[i].ndim = i == 4 ? 0 : 1;
+    cpu[i].shape[0] = n;
+    for (int k = 0; k < NL; k++) {
+      const int bcast = k == 1 && (i == 1 || i == 3);
+      const int64_t elems = bcast ? 1 : strided ? 2 * n : n;
+      host[i][k] = malloc((size_t)elems * ls);
+      fill(host[i][k], leaf_type, elems, 0);
+      CHECK(cudaMalloc(&dev[i][k], (size_t)elems * ls) == cudaSuccess);
+      CHECK(cudaMemcpy(dev[i][k], host[i][k], (size_t)elems * ls, cudaMemcpyHostToDevice) == cudaSuccess);
+      cpu[i].in[k] = host[i][k];
+      cpu[i].strides[k][0] = cpu[i].ndim == 0 || bcast ? 0 : strided && k == 0 ? 2 : 1;
+    }
+    cpu_out[i] = malloc((size_t)n * os);
+    gpu_out[i] = malloc((size_t)n * os);
+    CHECK(cudaMalloc(&dout[i], (size_t)n * os) == cudaSuccess);
+    cpu[i].out = cpu_out[i];
+    gpu[i] = cpu[i];
+    gpu[i].out = dout[i];
+    for (int k = 0; k < NL; k++) gpu[i].in[k] = dev[i][k];
+    CHECK(ladle__math_is_flat(&gpu[i], p.num_leaves) == !strided);
+    CHECK(ladle__math_run_prog(&p, &cpu[i]) == 0);
+  }
+  size_t bytes = ladle__gpu_math_param_bytes(S);
+  void *hp = NULL, *dp = NULL;
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK_OK(ladle__gpu_math_prog(&p, gpu, S, hp, dp, bytes, NULL));
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  for (int i = 0; i < S; i++) {
+    const int64_t n = counts[i];
+    CHECK(cudaMemcpy(gpu_out[i], dout[i], (size_t)n * os, cudaMemcpyDeviceToHost) == cudaSuccess);
+    int64_t bad = 0;
+    for (int64_t j = 0; j < n; j++) {
+      if (!memcmp((char *)cpu_out[i] + j * os, (char *)gpu_out[i] + j * os, os)) continue;
+      float a = ladle__math_load_f32(cpu_out[i], j, out_type), b = ladle__math_load_f32(gpu_out[i], j, out_type);
+      bad += !(a != a && b != b);
+    }
+    if (bad)
+      fprintf(stderr, "flat %d->%d (op %d) sample %d: %lld of %lld differ\n", leaf_type, out_type, op2, i,
+              (long long)bad, (long long)n);
+    CHECK(bad == 0);
+    for (int k = 0; k < NL; k++) {
+      free(host[i][k]);
+      cudaFree(dev[i][k]);
+    }
+    free(cpu_out[i]);
+    free(gpu_out[i]);
+    cudaFree(dout[i]);
+  }
+  cudaFreeHost(hp);
+  cudaFree(dp);
+}
+
+static void test_flat_kernel(void) {
+  flat_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_SUB, 10);
+  flat_case(LADLE_UINT8, LADLE_FLOAT16, LADLE_FLOAT32, LADLE_MATH_MUL, 11); /* float16 intermediates */
+  flat_case(LADLE_FLOAT32, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_DIV, 12);
+  flat_case(LADLE_FLOAT32, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_SQRT, 13); /* one leaf */
+  flat_case(LADLE_FLOAT16, LADLE_FLOAT16, LADLE_FLOAT16, LADLE_MATH_MAX, 14);
+  flat_case(LADLE_FLOAT16, LADLE_FLOAT16, LADLE_FLOAT16, LADLE_MATH_ADD, 15);
+  flat_case(LADLE_FLOAT16, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_SUB, 16); /* no flat instance: general */
+  flat_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_UINT8, LADLE_MATH_MUL, 17);     /* likewise */
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) return 77;
   RUN(test_every_op_and_type);
   RUN(test_strided_copy);
   RUN(test_chains);
+  RUN(test_flat_kernel);
   TEST_MAIN_END();
 }
 

@@ -276,3 +276,40 @@ def test_gpu_integer_division_by_zero_gives_zero():
         assert fused_count(pipe.executor_statistics()) == 2
     finally:
         pipe.close()
+
+
+FLAT_CASES = {  # (source type, expression): the CUDA kernel's flat loop for contiguous samples
+    "uint8_affine": (np.uint8, lambda x: x * 0.5 + 1),            # uint8 -> float32 (the benchmark)
+    "float32_affine": (f32, lambda x: (x - 0.25) * 3 / 7),        # float32 -> float32
+    "float16_int_constants": (f16, lambda x: (x * 3 + 1) * x),    # float16 -> float16, float16 steps
+    "float16_to_float32": (f16, lambda x: x * 0.5 + 1),          # no flat instance: the general loop
+}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(FLAT_CASES))
+def test_gpu_flat_path_matches_cpu(name):
+    """HWC samples of odd sizes, one larger than one grid-stride pass (4096 blocks x 2048 elements)."""
+    dtype, expr = FLAT_CASES[name]
+    rng = np.random.default_rng(5)
+    shapes = [(1, 1, 3), (225, 223, 3), (1500, 2001, 3)]
+    data = [(rng.integers(0, 256, s) if dtype == np.uint8 else rng.uniform(-4, 4, s)).astype(dtype) for s in shapes]
+    outs = {}
+    for dev in ("cpu", "gpu"):
+        pipe = ladle.Pipeline(batch_size=len(shapes), num_threads=2, device_id=0 if dev == "gpu" else None)
+        try:
+            with pipe:
+                x = fn.external_source(name="x", dtype=T[np.dtype(dtype).name], ndim=3)
+                pipe.set_outputs(expr(x.gpu() if dev == "gpu" else x))
+            pipe.feed_input("x", data)
+            (tl,) = pipe.run()
+            if dev == "gpu":
+                tl = tl.as_cpu()
+            outs[dev] = [np.array(tl.at(i)) for i in range(len(shapes))]
+        finally:
+            pipe.close()
+    for c, g in zip(outs["cpu"], outs["gpu"]):
+        assert c.dtype == g.dtype and c.shape == g.shape, name
+        assert np.array_equal(g, c, equal_nan=True), name
+    if name == "uint8_affine":
+        np.testing.assert_array_equal(outs["cpu"][1], data[1].astype(f32) * f32(0.5) + f32(1))
