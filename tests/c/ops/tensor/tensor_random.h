@@ -9,10 +9,10 @@
 #include "core/rng.h"
 #include "ops/tensor/tensor_kernels.h"
 
-static int64_t draw(ladle__rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(ladle__rng_u32(r) % (uint64_t)(hi - lo + 1)); }
+static inline int64_t draw(ladle__rng *r, int64_t lo, int64_t hi) { return lo + (int64_t)(ladle__rng_u32(r) % (uint64_t)(hi - lo + 1)); }
 
 /* A random desc (in/out pointers left NULL); *in_total, *out_total: elements. */
-static ladle__strided_desc random_desc(ladle__rng *r, int64_t *in_total_out, int64_t *out_total_out) {
+static inline ladle__strided_desc random_desc(ladle__rng *r, int64_t *in_total_out, int64_t *out_total_out) {
   static const int sizes[4] = {1, 2, 4, 8};
   ladle__strided_desc d;
   memset(&d, 0, sizeof d);
@@ -53,8 +53,8 @@ static ladle__strided_desc random_desc(ladle__rng *r, int64_t *in_total_out, int
  * off 16-byte alignment. *in_off, *out_off: element offsets of the buffers'
  * starts; *in_span, *out_span: elements from the buffers' bases, each at most
  * `limit` bytes. */
-static ladle__strided_desc random_fast_desc(ladle__rng *r, int64_t limit, int64_t *in_off, int64_t *out_off,
-                                            int64_t *in_span, int64_t *out_span) {
+static inline ladle__strided_desc random_fast_desc(ladle__rng *r, int64_t limit, int64_t *in_off, int64_t *out_off,
+                                                   int64_t *in_span, int64_t *out_span) {
   static const int sizes[4] = {1, 2, 4, 8};
   static const int64_t inner[12] = {1, 2, 3, 4, 7, 8, 16, 17, 24, 32, 64, 65};
   for (;;) {
