@@ -241,7 +241,7 @@ static void test_wrapped_batch(void) {
  * back; a ready point is for wrapped CUDA memory only (a CPU batch needs none,
  * a batch ladle made orders its own). */
 static void test_wrapped_ragged_batch(void) {
-  static uint8_t data[2 * 3 * 1 + 4 * 1 * 1];
+  static uint8_t data[2 * 2 * 3 * 1]; /* the ragged samples (10 bytes), then two 2x3x1 ones below */
   int released = 0;
   int64_t shapes[6] = {2, 3, 1, 4, 1, 1};
   ladle_batch *b = NULL;
