@@ -359,7 +359,11 @@ PyObject *ladle__py_batch_from_dlpack(PyObject *m, PyObject *args, PyObject *kw)
                  LADLE_MAX_NDIM + 1, (int)t->ndim);
     goto done;
   }
-  if (t->strides) { /* row-major and compact, or it cannot be a batch without a copy */
+  int64_t elements = 1;
+  for (int d = 0; d < t->ndim; d++) elements *= t->shape[d];
+  /* Row-major and compact, or it cannot be a batch without a copy. An empty
+   * tensor's strides mean nothing (NumPy 2.4 exports them as it likes). */
+  if (t->strides && elements > 0) {
     int64_t expect = 1;
     for (int d = t->ndim - 1; d >= 0; d--) {
       if (t->shape[d] != 1 && t->strides[d] != expect) {
