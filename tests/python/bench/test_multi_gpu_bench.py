@@ -23,15 +23,17 @@ def test_pipeline_and_training_rows(tmp_path):
 
     root = str(tmp_path / "shapes")
     make_shapes(root, classes=4, train_per_class=24, val_per_class=8, size=40, seed=0)
-    out = tmp_path / "report.json"
     env = dict(os.environ, PYTHONPATH=os.path.dirname(os.path.dirname(ladle.__file__)))
-    cmd = [sys.executable, BENCH, "--data", root, "--device", "cpu", "--gpus", "1,2", "--batch", "8",
-           "--seconds", "1", "--warmup", "1", "--loaders", "ladle-cpu", "--train", "--archs", "tinycnn",
-           "--backends", "ladle", "--iters", "3", "--cpu-image-size", "32", "--output", str(out)]
-    proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
-    text = proc.stdout.decode(errors="replace")
-    assert proc.returncode == 0, text
-    report = json.loads(out.read_text())
+
+    def bench(out, *args):
+        cmd = [sys.executable, BENCH, "--data", root, "--device", "cpu", "--batch", "8", "--seconds", "1",
+               "--warmup", "1", "--loaders", "ladle-cpu", "--output", str(out)] + list(args)
+        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, timeout=600)
+        text = proc.stdout.decode(errors="replace")
+        assert proc.returncode == 0, text
+        return json.loads(out.read_text()), text
+
+    report, _ = bench(tmp_path / "pipeline.json", "--gpus", "1,2")
     assert report["worlds"] == [1, 2]
     pipeline = {r["world"]: r for r in report["pipeline"]}
     assert set(pipeline) == {1, 2}
@@ -39,8 +41,11 @@ def test_pipeline_and_training_rows(tmp_path):
     assert pipeline[2]["images_per_s"] == pytest.approx(sum(pipeline[2]["rank_images_per_s"]), rel=1e-3)
     assert pipeline[2]["cores_per_rank"] == max(1, len(os.sched_getaffinity(0)) // 2)
     assert pipeline[1]["scaling_efficiency"] == 1.0
-    training = {(r["name"], r["world"]): r for r in report["training"]}
-    assert set(training) == {(f"tinycnn {b}", n) for b in ("ladle",) for n in (1, 2)}
-    for row in training.values():
-        assert row["images_per_s"] > 0 and row["top1"] is not None, row
+    # Training through train.py, one rank here: torch 1.13's gloo can hang at interpreter exit on
+    # Python 3.11 (examples/train_common.py), and DDP with 2 ranks is covered by test_train_example.py.
+    report, text = bench(tmp_path / "training.json", "--gpus", "1", "--train", "--archs", "tinycnn",
+                         "--backends", "ladle", "--iters", "3", "--cpu-image-size", "32")
+    (row,) = report["training"]
+    assert row["name"] == "tinycnn ladle" and row["world"] == 1
+    assert row["images_per_s"] > 0 and row["top1"] is not None, row
     assert "DDP training" in text
