@@ -190,7 +190,7 @@ def measure_training(args, arch, backend, world):
             out, _ = p.communicate()
             out += "\n(timed out)"
         outs.append((p.returncode, out))
-    code, out = outs[0]
+    out = outs[0][1]
     perf = re.search(r"^##Perf ([\d.]+)$", out, re.M)
     top1 = re.search(r"^##Top-1 ([\d.]+)$", out, re.M)
     if any(c != 0 for c, _ in outs) or not perf:
