@@ -1,7 +1,7 @@
 /* CPU references of the bbox kernels (bbox_kernels.h); bbox_kernels.cu runs
  * the same per-row functions (bbox_math.h) on the GPU. No contraction into
  * FMA, whatever the compiler flags, so that both round alike. */
-#pragma GCC optimize("fp-contract=off")
+#include "core/no_fma.h"
 
 #include "ops/bbox/bbox_math.h"
 

@@ -1,7 +1,7 @@
 /* bbox_paste: the boxes of an image pasted on a canvas `ratio` times larger
  * (paste's boxes, SSD's zoom-out): x' = x * (1 / ratio) + paste_x * ((ratio
  * - 1) / ratio), sizes (xywh) x (1 / ratio), in float as DALI computes them. */
-#pragma GCC optimize("fp-contract=off") /* x * scale + offset rounded twice, as DALI */
+#include "core/no_fma.h" /* x * scale + offset rounded twice, as DALI */
 
 #include "ops/bbox/bbox_common.h"
 

@@ -5,7 +5,7 @@
  * clipped to the canvas; boxes left with less than remove_threshold of their
  * area are dropped with their labels. Every box is independent: setup counts
  * the kept ones, run writes them. */
-#pragma GCC optimize("fp-contract=off") /* each product and sum rounded, as DALI's */
+#include "core/no_fma.h" /* each product and sum rounded, as DALI's */
 
 #include <math.h>
 #include <string.h>

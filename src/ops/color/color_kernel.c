@@ -3,11 +3,7 @@
 /* The same operations as the CUDA kernel: no contraction into FMA, whatever
  * the target (gcc's GNU modes fuse when the CPU has FMA). Before the
  * includes, so that color_pixel.h's inline functions get it too. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/no_fma.h"
 
 #include <string.h>
 

@@ -4,11 +4,7 @@
 /* The arithmetic is specified operation by operation (a CUDA kernel must
  * reproduce it bit for bit): never fuse a multiply and an add, whatever the
  * target or -ffp-contract default (gcc's GNU modes fuse when FMA exists). */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/no_fma.h"
 
 #include "ops/geometry/normalize_kernel.h"
 

@@ -4,11 +4,7 @@
  * same CPU and CUDA kernels apply them. */
 /* Every coordinate is computed in float, operation by operation, as DALI
  * does: never contract a multiply and an add. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/no_fma.h"
 
 #include <math.h>
 #include <pthread.h>

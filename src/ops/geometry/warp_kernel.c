@@ -1,11 +1,7 @@
 /* CPU kernels of warp_affine, rotate and paste (warp_kernel.h); the
  * per-pixel arithmetic is in warp_sample.h, shared with the CUDA kernel. */
 /* Never fuse a multiply and an add: the CUDA kernel rounds each one. */
-#if defined(__clang__)
-#pragma STDC FP_CONTRACT OFF
-#elif defined(__GNUC__)
-#pragma GCC optimize("fp-contract=off")
-#endif
+#include "core/no_fma.h"
 
 #include "ops/geometry/warp_kernel.h"
 
