@@ -79,6 +79,18 @@ ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *
  * index arithmetic on the host over host pointers (d's own buffers). */
 int ladle__gpu_strided_plan_info(const ladle__strided_desc *d, int *unit, int *ndim);
 void ladle__gpu_strided_emulate(const ladle__strided_desc *d);
+/* The launch plan of n copies as ladle__gpu_strided_copy makes it: most go
+ * to a row kernel (rows of segments from sources or fill; consecutive copies
+ * that continue each other's rows, a cat or stack sample's inputs, become one
+ * job: *rows jobs) or a tiled transpose (a small dimension swapped with a
+ * large one: *transposes), the rest to the strided kernel (the return value:
+ * its descs; -1 out of memory). ..._emulate_batch runs the whole plan on the
+ * host over host pointers (0, or -1 out of memory). ladle__gpu_shift16_check:
+ * the row kernel's unaligned 16-byte load composition on the host, 0 when
+ * right for every offset. */
+int ladle__gpu_strided_plan_kind(const ladle__strided_desc *d, int n, int *rows, int *transposes);
+int ladle__gpu_strided_emulate_batch(const ladle__strided_desc *d, int n);
+int ladle__gpu_shift16_check(void);
 /* one_hot for n samples: params of ladle__gpu_one_hot_param_bytes(n). */
 size_t ladle__gpu_one_hot_param_bytes(int n, int elem_size);
 ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, ladle_dtype in_type, int64_t num_classes,
