@@ -16,6 +16,13 @@ extern "C" {
 }
 #include "cuda/runtime.h"
 
+/* Unrolled in device code (host compilers do not know the pragma). */
+#ifdef __CUDA_ARCH__
+#define DEVICE_UNROLL _Pragma("unroll")
+#else
+#define DEVICE_UNROLL
+#endif
+
 namespace {
 
 enum { THREADS = 256, MAX_BLOCKS = 4096 };
@@ -107,46 +114,71 @@ __host__ __device__ __forceinline__ const uint8_t *fill_of(const gdesc *d, int f
   return d->fill + (f < d->num_fill ? f : 0) * MAX_UNIT;
 }
 
-template <typename U>
-__device__ __forceinline__ void move_unit(const gdesc *d, long long o, long long p, int inside, int f) {
-  U *dst = (U *)d->out + o;
-  if (inside)
-    *dst = ((const U *)d->in)[p];
-  else
-    *dst = *(const U *)fill_of(d, f);
-}
+/* ITEMS units per thread and step, their loads issued before their stores. */
+enum { ITEMS = 4 };
 
-/* Units of a size without a machine type (elements of 3, 5, 6, 7 bytes). */
-struct odd_unit {};
-template <>
-__device__ __forceinline__ void move_unit<odd_unit>(const gdesc *d, long long o, long long p, int inside, int f) {
-  int u = d->unit;
-  uint8_t *dst = d->out + o * u;
-  const uint8_t *src = inside ? d->in + p * u : fill_of(d, f);
-  for (int b = 0; b < u; b++) dst[b] = src[b];
+template <typename U>
+__device__ __forceinline__ U unit_at(const gdesc *d, long long p, int inside, int f) {
+  return inside ? ((const U *)d->in)[p] : *(const U *)fill_of(d, f);
 }
 
 template <typename U>
 __device__ void strided_units(const gdesc *d) {
   int f;
+  U v[ITEMS];
   if (d->narrow) {
-    unsigned total = (unsigned)d->total, o, p;
-    for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < total; e += gridDim.x * blockDim.x) {
-      int inside = locate32(d, e, &o, &p, &f);
-      move_unit<U>(d, o, p, inside, f);
+    const unsigned total = (unsigned)d->total, step = gridDim.x * blockDim.x; /* total < 2^31, step < 2^21 */
+    unsigned o[ITEMS], p;
+    for (unsigned e = blockIdx.x * blockDim.x + threadIdx.x; e < total; e += ITEMS * step) {
+      DEVICE_UNROLL
+      for (int i = 0; i < ITEMS; i++)
+        if (e + i * step < total) {
+          int inside = locate32(d, e + i * step, &o[i], &p, &f);
+          v[i] = unit_at<U>(d, p, inside, f);
+        }
+      DEVICE_UNROLL
+      for (int i = 0; i < ITEMS; i++)
+        if (e + i * step < total) ((U *)d->out)[o[i]] = v[i];
     }
   } else {
-    long long o, p;
-    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < d->total;
-         e += (long long)gridDim.x * blockDim.x) {
-      int inside = locate64(d, e, &o, &p, &f);
-      move_unit<U>(d, o, p, inside, f);
+    const long long step = (long long)gridDim.x * blockDim.x;
+    long long o[ITEMS], p;
+    for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < d->total; e += ITEMS * step) {
+      DEVICE_UNROLL
+      for (int i = 0; i < ITEMS; i++)
+        if (e + i * step < d->total) {
+          int inside = locate64(d, e + i * step, &o[i], &p, &f);
+          v[i] = unit_at<U>(d, p, inside, f);
+        }
+      DEVICE_UNROLL
+      for (int i = 0; i < ITEMS; i++)
+        if (e + i * step < d->total) ((U *)d->out)[o[i]] = v[i];
     }
   }
 }
 
-__global__ void strided_kernel(const gdesc *__restrict__ descs) {
-  const gdesc *d = &descs[blockIdx.y];
+/* Units of a size without a machine type (elements of 3, 5, 6, 7 bytes). */
+struct odd_unit {};
+template <>
+__device__ void strided_units<odd_unit>(const gdesc *d) {
+  long long o, p;
+  int f;
+  for (long long e = (long long)blockIdx.x * blockDim.x + threadIdx.x; e < d->total;
+       e += (long long)gridDim.x * blockDim.x) {
+    int inside = locate64(d, e, &o, &p, &f), u = d->unit;
+    uint8_t *dst = d->out + o * u;
+    const uint8_t *src = inside ? d->in + p * u : fill_of(d, f);
+    for (int b = 0; b < u; b++) dst[b] = src[b];
+  }
+}
+
+/* grid (blocks, copies): the copy's desc in shared memory. */
+__global__ void __launch_bounds__(THREADS) strided_kernel(const gdesc *__restrict__ descs) {
+  __shared__ gdesc sd;
+  const uint4 *src = (const uint4 *)&descs[blockIdx.y];
+  for (int i = threadIdx.x; i < (int)(sizeof(gdesc) / 16); i += blockDim.x) ((uint4 *)&sd)[i] = src[i];
+  __syncthreads();
+  const gdesc *d = &sd;
   switch (d->unit) { /* the same for the whole grid row */
     case 1: strided_units<uint8_t>(d); break;
     case 2: strided_units<uint16_t>(d); break;
@@ -307,13 +339,6 @@ int plan_copy(const ladle__strided_desc *s, gdesc *g, ladle__strided_desc *tail,
  * bytes read as two aligned 16-byte loads shifted into place when they come
  * from one segment (any source alignment), else gathered byte by byte. Every
  * byte is the one ladle__strided_copy writes, so outputs agree bit for bit. */
-/* Unrolled in device code (host compilers do not know the pragma). */
-#ifdef __CUDA_ARCH__
-#define DEVICE_UNROLL _Pragma("unroll")
-#else
-#define DEVICE_UNROLL
-#endif
-
 enum { MAX_SEG = 8, CHUNK = 16 }; /* segments: fill, data, fill of a copy; or up to 8 joined inputs */
 
 struct rseg {
@@ -535,33 +560,72 @@ struct __align__(16) tjob {
   int es, small_a, tile_len, pad_;
 };
 
+/* 16 bytes as elements of T. */
+template <typename T>
+union vec16 {
+  uint4 v;
+  T t[16 / sizeof(T)];
+};
+
+/* sm[i * step] = src[i] for i < n (contiguous src): 16-byte loads (any
+ * alignment of src), the tail element by element. */
+template <typename T>
+__host__ __device__ __forceinline__ void run_to_tile(T *sm, int step, const T *src, int n, int tid, int nt) {
+  enum { E = 16 / sizeof(T) };
+  const int vecs = n / E;
+  for (int q = tid; q < vecs; q += nt) {
+    vec16<T> u;
+    u.v = load16((const uint8_t *)(src + q * E));
+    if (step == 1) {
+      ((uint4 *)sm)[q] = u.v;
+    } else {
+      DEVICE_UNROLL
+      for (int e = 0; e < E; e++) sm[(q * E + e) * step] = u.t[e];
+    }
+  }
+  for (int i = vecs * E + tid; i < n; i += nt) sm[i * step] = src[i];
+}
+
+/* dst[i] = sm[i * step] for i < n (contiguous dst): element by element up to
+ * dst's first 16-byte boundary, then 16-byte stores, then the tail. */
+template <typename T>
+__host__ __device__ __forceinline__ void tile_to_run(T *dst, const T *sm, int step, int n, int tid, int nt) {
+  enum { E = 16 / sizeof(T) };
+  uintptr_t a = (uintptr_t)dst;
+  int head = a % sizeof(T) ? n : (int)(((16 - a % 16) % 16) / sizeof(T));
+  if (head > n) head = n;
+  const int vecs = (n - head) / E;
+  for (int i = tid; i < head; i += nt) dst[i] = sm[i * step];
+  for (int q = tid; q < vecs; q += nt) {
+    vec16<T> u;
+    DEVICE_UNROLL
+    for (int e = 0; e < E; e++) u.t[e] = sm[(head + q * E + e) * step];
+    *(uint4 *)(dst + head + q * E) = u.v;
+  }
+  for (int i = head + vecs * E + tid; i < n; i += nt) dst[i] = sm[i * step];
+}
+
+/* One tile of job j: store = 0 moves its input into sm (shared memory,
+ * 16-byte aligned), store = 1 sm to its output; threads tid of nt. */
 template <typename T>
 __host__ __device__ __forceinline__ void tile_move(const tjob *j, long long tile, T *sm, int tid, int nt, int store) {
   long long m = tile / j->tiles_per_mat, start = (tile - m * j->tiles_per_mat) * j->tile_len;
   const long long A = j->A, B = j->B;
   T *out = (T *)j->out;
   const T *in = (const T *)j->in;
-  if (j->small_a) { /* a tile: b in [start, start + n), every a */
+  if (j->small_a) { /* a tile: b in [start, start + n), every a; its input is contiguous */
     const int n = (int)(B - start < j->tile_len ? B - start : j->tile_len), a_n = (int)A;
     if (!store) {
-      const T *src = in + (m * B + start) * A;
-      for (int i = tid; i < n * a_n; i += nt) sm[i] = src[i];
+      run_to_tile<T>(sm, 1, in + (m * B + start) * A, n * a_n, tid, nt);
     } else {
-      for (int a = 0; a < a_n; a++) {
-        T *dst = out + (m * A + a) * B + start;
-        for (int i = tid; i < n; i += nt) dst[i] = sm[i * a_n + a];
-      }
+      for (int a = 0; a < a_n; a++) tile_to_run<T>(out + (m * A + a) * B + start, sm + a, a_n, n, tid, nt);
     }
-  } else { /* a tile: a in [start, start + n), every b */
+  } else { /* a tile: a in [start, start + n), every b; its output is contiguous */
     const int n = (int)(A - start < j->tile_len ? A - start : j->tile_len), b_n = (int)B;
     if (!store) {
-      for (int b = 0; b < b_n; b++) {
-        const T *src = in + (m * B + b) * A + start;
-        for (int i = tid; i < n; i += nt) sm[i * b_n + b] = src[i];
-      }
+      for (int b = 0; b < b_n; b++) run_to_tile<T>(sm + b, b_n, in + (m * B + b) * A + start, n, tid, nt);
     } else {
-      T *dst = out + (m * A + start) * B;
-      for (int i = tid; i < n * b_n; i += nt) dst[i] = sm[i];
+      tile_to_run<T>(out + (m * A + start) * B, sm, 1, n * b_n, tid, nt);
     }
   }
 }
@@ -776,7 +840,7 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
       LADLE_TRY(launch_rows<tjob>(transpose_kernel, (const tjob *)tr_dev, p.n_tr, grid_x(p.max_tiles, 1), s,
                                   __func__));
     if (p.n_gen)
-      LADLE_TRY(launch_rows<gdesc>(strided_kernel, (const gdesc *)gen_dev, p.n_gen, grid_x(p.max_units, THREADS), s,
+      LADLE_TRY(launch_rows<gdesc>(strided_kernel, (const gdesc *)gen_dev, p.n_gen, grid_x(p.max_units, THREADS * ITEMS), s,
                                    __func__));
   }
 done:

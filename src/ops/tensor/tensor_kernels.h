@@ -91,6 +91,15 @@ void ladle__gpu_strided_emulate(const ladle__strided_desc *d);
 int ladle__gpu_strided_plan_kind(const ladle__strided_desc *d, int n, int *rows, int *transposes);
 int ladle__gpu_strided_emulate_batch(const ladle__strided_desc *d, int n);
 int ladle__gpu_shift16_check(void);
+/* cast on the GPU: ladle__gpu_convert's contract (normalize_kernel.h: the
+ * same descs, rules and results) with a kernel of its own per common pair of
+ * types (..._has_kernel: 1 for those), ladle__gpu_convert for the others.
+ * Params of ladle__gpu_cast_param_bytes(n), 16-byte aligned. */
+struct ladle__gpu_convert_desc;
+size_t ladle__gpu_cast_param_bytes(int n);
+int ladle__gpu_cast_has_kernel(ladle_dtype out_type, ladle_dtype in_type);
+ladle_status ladle__gpu_cast(const struct ladle__gpu_convert_desc *d, int n, ladle_dtype out_type, ladle_dtype in_type,
+                             void *host_params, void *dev_params, size_t param_bytes, void *stream);
 /* one_hot for n samples: params of ladle__gpu_one_hot_param_bytes(n). */
 size_t ladle__gpu_one_hot_param_bytes(int n, int elem_size);
 ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, ladle_dtype in_type, int64_t num_classes,
