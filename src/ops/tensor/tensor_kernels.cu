@@ -339,7 +339,7 @@ int plan_copy(const ladle__strided_desc *s, gdesc *g, ladle__strided_desc *tail,
  * bytes read as two aligned 16-byte loads shifted into place when they come
  * from one segment (any source alignment), else gathered byte by byte. Every
  * byte is the one ladle__strided_copy writes, so outputs agree bit for bit. */
-enum { MAX_SEG = 8, CHUNK = 16 }; /* segments: fill, data, fill of a copy; or up to 8 joined inputs */
+enum { MAX_SEG = 8, CHUNK = 16, TABLE = 64, NO_SEG = 255 }; /* segments: fill, data, fill of a copy; or up to 8 joined inputs */
 
 struct rseg {
   const uint8_t *src; /* the byte of column `off` in source row 0 (data) */
@@ -355,7 +355,9 @@ struct __align__(16) rjob {
   long long row_start, row_ext;     /* row r reads source row r + row_start, if in [0, row_ext) */
   long long chunks;                 /* 16-byte aligned chunks covering the span */
   int nseg, head, narrow, joinable; /* head: out's offset from its 16-byte boundary */
+  int table, pad_[3];               /* table: pitch <= TABLE, column c is byte off_of[c] of segment seg_of[c] */
   rseg seg[MAX_SEG];
+  uint8_t seg_of[TABLE], off_of[TABLE]; /* seg_of: NO_SEG past len */
 };
 
 __host__ __device__ __forceinline__ unsigned funnel(unsigned lo, unsigned hi, unsigned sh) {
@@ -401,6 +403,17 @@ __host__ __device__ __forceinline__ int find_seg(const rjob *j, long long col) {
   return k;
 }
 
+/* The bytes of w whose bits are set in `written` to dst (16-byte aligned). */
+__host__ __device__ __forceinline__ void store16_masked(uint8_t *dst, const unsigned *w, unsigned written) {
+  if (written == 0xFFFFu) {
+    *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
+  } else {
+    DEVICE_UNROLL
+    for (int b = 0; b < CHUNK; b++)
+      if (written >> b & 1) dst[b] = (uint8_t)(w[b >> 2] >> ((b & 3) * 8));
+  }
+}
+
 /* Chunk t of job j: output bytes [16 t - head, 16 t - head + 16) from out. */
 __host__ __device__ __forceinline__ void rows_chunk(const rjob *j, long long t) {
   const long long j0 = t * CHUNK - j->head, first = j0 < 0 ? 0 : j0;
@@ -425,9 +438,29 @@ __host__ __device__ __forceinline__ void rows_chunk(const rjob *j, long long t) 
       return;
     }
   }
-  /* Byte by byte, in pieces: a run of one segment, fill or gap within a row. */
-  unsigned w[4] = {0, 0, 0, 0}, written = 0, idx = 0, mask = 0;
+  unsigned w[4] = {0, 0, 0, 0}, written = 0;
   const int b0 = (int)(first - j0);
+  if (j->table) { /* short rows (a channel cat): byte by byte through the column table */
+    long long c = r + j->row_start;
+    int valid = c >= 0 && c < j->row_ext, cc = (int)col;
+    DEVICE_UNROLL
+    for (int b = 0; b < CHUNK; b++) {
+      if (b >= b0 && j0 + b < j->span) {
+        int k = j->seg_of[cc];
+        if (k != NO_SEG) {
+          const rseg *sg = &j->seg[k];
+          unsigned v = valid && !sg->fill ? sg->src[c * sg->pitch + j->off_of[cc]] : j->pattern[cc & 15];
+          w[b >> 2] |= v << ((b & 3) * 8);
+          written |= 1u << b;
+        }
+        if (++cc == (int)j->pitch) cc = 0, c++, valid = c >= 0 && c < j->row_ext;
+      }
+    }
+    store16_masked(dst, w, written);
+    return;
+  }
+  /* Byte by byte, in pieces: a run of one segment, fill or gap within a row. */
+  unsigned idx = 0, mask = 0;
   long long rem = 0;
   const uint8_t *ptr = j->pattern;
   int skip = 0;
@@ -456,13 +489,7 @@ DEVICE_UNROLL
       if (++col == j->pitch) col = 0, r++;
     }
   }
-  if (written == 0xFFFFu) {
-    *(uint4 *)dst = make_uint4(w[0], w[1], w[2], w[3]);
-  } else {
-DEVICE_UNROLL
-    for (int b = 0; b < CHUNK; b++)
-      if (written >> b & 1) dst[b] = (uint8_t)(w[b >> 2] >> ((b & 3) * 8));
-  }
+  store16_masked(dst, w, written);
 }
 
 /* grid (blocks, jobs): the job in shared memory, a grid-stride loop over its chunks. */
@@ -482,6 +509,12 @@ void rjob_finish(rjob *j) {
   j->head = (int)(out & 15);
   j->chunks = (j->head + j->span + CHUNK - 1) / CHUNK;
   j->narrow = j->head + j->span + CHUNK < NARROW_LIMIT && j->pitch <= NARROW_LIMIT;
+  j->table = j->pitch <= TABLE;
+  for (int c = 0, k = 0; j->table && c < j->pitch; c++) {
+    while (k < j->nseg - 1 && c >= j->seg[k].off + j->seg[k].len) k++;
+    j->seg_of[c] = (uint8_t)(c < j->len ? k : NO_SEG);
+    j->off_of[c] = (uint8_t)(c < j->len ? c - j->seg[k].off : 0);
+  }
 }
 
 void rjob_add(rjob *j, const uint8_t *src, long long len, long long pitch, int fill) {
@@ -631,8 +664,7 @@ __host__ __device__ __forceinline__ void tile_move(const tjob *j, long long tile
 }
 
 template <typename T>
-__device__ void transpose_tiles(const tjob *j) {
-  __shared__ uint4 sm4[TILE_BYTES / 16];
+__device__ void transpose_tiles(const tjob *j, uint4 *sm4) {
   T *sm = (T *)sm4;
   for (long long t = blockIdx.x; t < j->tiles; t += gridDim.x) {
     tile_move<T>(j, t, sm, threadIdx.x, blockDim.x, 0);
@@ -643,12 +675,13 @@ __device__ void transpose_tiles(const tjob *j) {
 }
 
 __global__ void __launch_bounds__(THREADS) transpose_kernel(const tjob *__restrict__ jobs) {
+  __shared__ uint4 sm[TILE_BYTES / 16];
   const tjob *j = &jobs[blockIdx.y];
   switch (j->es) { /* the same for the whole grid row */
-    case 1: transpose_tiles<uint8_t>(j); break;
-    case 2: transpose_tiles<uint16_t>(j); break;
-    case 4: transpose_tiles<uint32_t>(j); break;
-    default: transpose_tiles<unsigned long long>(j);
+    case 1: transpose_tiles<uint8_t>(j, sm); break;
+    case 2: transpose_tiles<uint16_t>(j, sm); break;
+    case 4: transpose_tiles<uint32_t>(j, sm); break;
+    default: transpose_tiles<unsigned long long>(j, sm);
   }
 }
 
