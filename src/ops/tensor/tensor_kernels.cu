@@ -1,7 +1,11 @@
 /* CUDA versions of the tensor family's kernels (tensor_kernels.h): one launch
- * per batch, one grid row (blockIdx.y) per copy or sample, each thread
- * striding over that sample's output elements. They move bytes only, so
- * they agree with the CPU references bit for bit. */
+ * per batch and kernel, one grid row (blockIdx.y) per job or sample. The
+ * batch's strided copies are planned on the host (plan_batch) into three
+ * kernels: rows_kernel (copies that merge to rows of segments: copy, slice,
+ * pad, and cat/stack with one job per sample), transpose_kernel (a small
+ * dimension swapped with a large one through a shared-memory tile: HWC <->
+ * CHW) and strided_kernel (any other geometry, per-element index arithmetic).
+ * They move bytes only, so they agree with the CPU references bit for bit. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
@@ -862,10 +866,15 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
   }
   plan_batch(d, n, host, &p);
   if (!p.n_rows && !p.n_tr && !p.n_gen) goto done;
-  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev, host, plan_bytes(n), cudaMemcpyHostToDevice, s));
-  (void)cudaGetLastError();
   {
-    const uint8_t *rows_dev = dev, *tr_dev = dev + ((uint8_t *)p.tr - host), *gen_dev = dev + ((uint8_t *)p.gen - host);
+    /* Only the jobs made travel: packed one after another. */
+    size_t rows_b = (size_t)p.n_rows * sizeof(rjob), tr_b = (size_t)p.n_tr * sizeof(tjob);
+    size_t gen_b = (size_t)p.n_gen * sizeof(gdesc);
+    memmove(host + rows_b, p.tr, tr_b);
+    memmove(host + rows_b + tr_b, p.gen, gen_b);
+    LADLE_CUDA_CHECK(cudaMemcpyAsync(dev, host, rows_b + tr_b + gen_b, cudaMemcpyHostToDevice, s));
+    (void)cudaGetLastError();
+    const uint8_t *rows_dev = dev, *tr_dev = dev + rows_b, *gen_dev = dev + rows_b + tr_b;
     if (p.n_rows)
       LADLE_TRY(launch_rows<rjob>(rows_kernel, (const rjob *)rows_dev, p.n_rows, grid_x(p.max_chunks, THREADS), s,
                                   __func__));
@@ -873,8 +882,8 @@ extern "C" ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, in
       LADLE_TRY(launch_rows<tjob>(transpose_kernel, (const tjob *)tr_dev, p.n_tr, grid_x(p.max_tiles, 1), s,
                                   __func__));
     if (p.n_gen)
-      LADLE_TRY(launch_rows<gdesc>(strided_kernel, (const gdesc *)gen_dev, p.n_gen, grid_x(p.max_units, THREADS * ITEMS), s,
-                                   __func__));
+      LADLE_TRY(launch_rows<gdesc>(strided_kernel, (const gdesc *)gen_dev, p.n_gen,
+                                   grid_x(p.max_units, THREADS * ITEMS), s, __func__));
   }
 done:
   return st;

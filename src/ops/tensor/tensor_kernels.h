@@ -66,14 +66,15 @@ void ladle__lookup(const ladle__lookup_desc *d, ladle_dtype in_type, int elem_si
                    int64_t table_size, const void *fallback);
 
 #ifdef LADLE_HAVE_CUDA
-/* The batch's copies (n descs) in one launch on `stream`; host/dev params
- * from ladle__gpu_params of ladle__gpu_strided_param_bytes(n) bytes. */
+/* The batch's copies (n descs) on `stream`: one launch per kernel the plan
+ * uses (at most three, see ..._plan_kind); host/dev params from
+ * ladle__gpu_params of ladle__gpu_strided_param_bytes(n) bytes. */
 size_t ladle__gpu_strided_param_bytes(int n);
 ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *host_params, void *dev_params,
                                      size_t param_bytes, void *stream);
 /* Test support for the copy's launch plan (host only, no device needed):
- * ..._plan_info gives the plan of copy d (of its first part where a dense
- * copy is cut in two): -1 when it has no elements, else
+ * ..._plan_info gives the strided kernel's plan of copy d (of its first part
+ * where a dense copy is cut in two), as if it went there: -1 when it has no elements, else
  * 1 for 32-bit indexing or 0 for 64-bit, with *unit (bytes moved per step)
  * and *ndim (dimensions left after merging); ..._emulate runs the kernel's
  * index arithmetic on the host over host pointers (d's own buffers). */
