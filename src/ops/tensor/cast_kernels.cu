@@ -37,6 +37,7 @@ constexpr int carrier_of(int t) {
                                                   : LADLE__CARRY_I64;
 }
 
+/* The carriers of the pairs below (uint64 has none of them). */
 template <int C>
 struct carry;
 template <>
@@ -56,12 +57,6 @@ struct carry<LADLE__CARRY_I64> {
   typedef int64_t T;
   static __device__ __forceinline__ T load(const void *p, size_t i, int t) { return ladle__load_i64(p, i, t); }
   static __device__ __forceinline__ void store(void *p, size_t i, int t, T v) { ladle__store_i64(p, i, t, v); }
-};
-template <>
-struct carry<LADLE__CARRY_U64> {
-  typedef uint64_t T;
-  static __device__ __forceinline__ T load(const void *p, size_t i, int t) { return ladle__load_u64(p, i, t); }
-  static __device__ __forceinline__ void store(void *p, size_t i, int t, T v) { ladle__store_u64(p, i, t, v); }
 };
 
 /* grid (blocks, samples): a grid-stride loop, ITEMS elements a step. */
@@ -103,6 +98,7 @@ const struct {
     CAST_PAIR(LADLE_FLOAT32, LADLE_FLOAT16), CAST_PAIR(LADLE_FLOAT32, LADLE_FLOAT64),
     CAST_PAIR(LADLE_FLOAT32, LADLE_INT32),   CAST_PAIR(LADLE_FLOAT16, LADLE_FLOAT32),
     CAST_PAIR(LADLE_FLOAT16, LADLE_UINT8),   CAST_PAIR(LADLE_INT32, LADLE_FLOAT32),
+    CAST_PAIR(LADLE_FLOAT64, LADLE_FLOAT32),
 };
 #undef CAST_PAIR
 
