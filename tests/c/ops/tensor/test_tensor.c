@@ -217,7 +217,8 @@ static void test_gpu_plan_kinds(void) {
 
 /* The whole launch plan run on the host against the CPU copy: batches of
  * cat and stack samples (joined rows), rank-3 transposes of every
- * permutation, and random_fast_desc's geometries, mixed in one plan. */
+ * permutation, random_fast_desc's geometries and random_desc's (some
+ * empty), mixed in one plan. */
 static void test_gpu_plan_batches_emulated(void) {
   enum { LIMIT = 4096 * 8, MAXD = 24 };
   ladle__rng r;
@@ -229,7 +230,7 @@ static void test_gpu_plan_batches_emulated(void) {
     int n = 0;
     int64_t slot = 0;
     while (n < MAXD - 4) { /* each group in its own LIMIT bytes of in and out */
-      int kind = (int)draw(&r, 0, 3);
+      int kind = (int)draw(&r, 0, 4);
       int64_t in_offs[4], out_offs[4], in_span = 0, out_span = 0;
       int k = 1;
       uint8_t *ib = in + slot * LIMIT, *ob = out + slot * LIMIT;
@@ -237,8 +238,11 @@ static void test_gpu_plan_batches_emulated(void) {
         k = random_join(&r, kind, LIMIT, &d[n], in_offs, out_offs, &in_span, &out_span);
       } else if (kind == 2) {
         d[n] = random_transpose3(&r, (int)draw(&r, 0, 5), LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
-      } else {
+      } else if (kind == 3) {
         d[n] = random_fast_desc(&r, LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      } else { /* some with no elements */
+        d[n] = random_desc(&r, &in_span, &out_span);
+        in_offs[0] = out_offs[0] = 0;
       }
       for (int j = 0; j < k; j++) {
         d[n + j].in = ib + in_offs[j] * d[n + j].elem_size;

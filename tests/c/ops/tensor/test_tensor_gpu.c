@@ -71,7 +71,8 @@ static void test_gpu_strided_copy(void) {
 /* Batches as the operators make them, in one launch each: cat and stack
  * samples (joined row jobs, inputs of 2..4 copies, some empty), rank-3
  * transposes of every permutation (tiled or strided), random fast-path
- * geometries; buffers off 16-byte alignment; vs the CPU copy. */
+ * geometries, random_desc's (some empty); buffers off 16-byte alignment;
+ * vs the CPU copy. */
 static void test_gpu_strided_batches(void) {
   enum { LIMIT = 4096 * 8, MAXD = 40 };
   ladle__rng r;
@@ -89,14 +90,16 @@ static void test_gpu_strided_batches(void) {
     int n = 0;
     int64_t slot = 0;
     while (n < MAXD - 4) {
-      int kind = (int)draw(&r, 0, 3), k = 1;
+      int kind = (int)draw(&r, 0, 4), k = 1;
       int64_t in_offs[4], out_offs[4], in_span = 0, out_span = 0;
       if (kind <= 1)
         k = random_join(&r, kind, LIMIT, &cpu[n], in_offs, out_offs, &in_span, &out_span);
       else if (kind == 2)
         cpu[n] = random_transpose3(&r, (int)draw(&r, 0, 5), LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
-      else
+      else if (kind == 3)
         cpu[n] = random_fast_desc(&r, LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      else /* some with no elements */
+        cpu[n] = random_desc(&r, &in_span, &out_span), in_offs[0] = out_offs[0] = 0;
       for (int j = 0; j < k; j++) {
         size_t es = (size_t)cpu[n + j].elem_size, io = (size_t)slot * LIMIT + (size_t)in_offs[j] * es;
         size_t oo = (size_t)slot * LIMIT + (size_t)out_offs[j] * es;
