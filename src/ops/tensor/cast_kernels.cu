@@ -133,7 +133,8 @@ extern "C" ladle_status ladle__gpu_cast(const ladle__gpu_convert_desc *d, int n,
     if (d[i].count > max_n) max_n = d[i].count;
   }
   LADLE_CHECK(n <= 65535, LADLE_ERROR_INVALID_ARGUMENT, "%d samples: at most 65535", n);
-  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof(cast_sample), cudaMemcpyHostToDevice, s));
+  LADLE_CUDA_CHECK(
+      cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof(cast_sample), cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
   {
     size_t blocks = (max_n + THREADS * ITEMS - 1) / (THREADS * ITEMS);

@@ -343,13 +343,12 @@ int plan_copy(const ladle__strided_desc *s, gdesc *g, ladle__strided_desc *tail,
  * bytes read as two aligned 16-byte loads shifted into place when they come
  * from one segment (any source alignment), else gathered byte by byte. Every
  * byte is the one ladle__strided_copy writes, so outputs agree bit for bit. */
-enum { MAX_SEG = 8, CHUNK = 16, TABLE = 64, NO_SEG = 255 }; /* segments: fill, data, fill of a copy; or up to 8 joined inputs */
+/* Segments of a row: fill, data, fill of one copy, or up to MAX_SEG joined inputs. */
+enum { MAX_SEG = 8, CHUNK = 16, TABLE = 64, NO_COL = 0xFFFF };
 
-struct rseg {
-  const uint8_t *src; /* the byte of column `off` in source row 0 (data) */
-  long long off, len, pitch;
-  int fill;
-  int pad_;
+struct __align__(16) rseg {
+  const uint8_t *src; /* data: the byte of column `off` in source row 0; NULL: fill */
+  long long pitch, off, len;
 };
 
 struct __align__(16) rjob {
@@ -359,9 +358,9 @@ struct __align__(16) rjob {
   long long row_start, row_ext;     /* row r reads source row r + row_start, if in [0, row_ext) */
   long long chunks;                 /* 16-byte aligned chunks covering the span */
   int nseg, head, narrow, joinable; /* head: out's offset from its 16-byte boundary */
-  int table, pad_[3];               /* table: pitch <= TABLE, column c is byte off_of[c] of segment seg_of[c] */
+  int table, pad_[3];               /* pitch <= TABLE: column c is byte colmap[c] & 255 of segment colmap[c] >> 8 */
   rseg seg[MAX_SEG];
-  uint8_t seg_of[TABLE], off_of[TABLE]; /* seg_of: NO_SEG past len */
+  uint16_t colmap[TABLE]; /* NO_COL past len */
 };
 
 __host__ __device__ __forceinline__ unsigned funnel(unsigned lo, unsigned hi, unsigned sh) {
@@ -435,7 +434,7 @@ __host__ __device__ __forceinline__ void rows_chunk(const rjob *j, long long t) 
     if (c >= 0 && c < j->row_ext) {
       const rseg *s = &j->seg[find_seg(j, col)];
       if (col + CHUNK > s->off + s->len) src = NULL;
-      else if (!s->fill) src = s->src + c * s->pitch + (col - s->off);
+      else if (s->src) src = s->src + c * s->pitch + (col - s->off);
     }
     if (src) {
       *(uint4 *)dst = load16(src);
@@ -450,10 +449,11 @@ __host__ __device__ __forceinline__ void rows_chunk(const rjob *j, long long t) 
     DEVICE_UNROLL
     for (int b = 0; b < CHUNK; b++) {
       if (b >= b0 && j0 + b < j->span) {
-        int k = j->seg_of[cc];
-        if (k != NO_SEG) {
-          const rseg *sg = &j->seg[k];
-          unsigned v = valid && !sg->fill ? sg->src[c * sg->pitch + j->off_of[cc]] : j->pattern[cc & 15];
+        unsigned e = j->colmap[cc];
+        if (e != NO_COL) {
+          const rseg *sg = &j->seg[e >> 8];
+          const uint8_t *src = sg->src;
+          unsigned v = valid && src ? src[c * sg->pitch + (e & 255)] : j->pattern[cc & 15];
           w[b >> 2] |= v << ((b & 3) * 8);
           written |= 1u << b;
         }
@@ -482,7 +482,7 @@ DEVICE_UNROLL
         } else {
           const rseg *s = &j->seg[find_seg(j, col)];
           rem = s->off + s->len - col;
-          if (!s->fill) ptr = s->src + c * s->pitch + (col - s->off), idx = 0, mask = ~0u;
+          if (s->src) ptr = s->src + c * s->pitch + (col - s->off), idx = 0, mask = ~0u;
         }
       }
       if (!skip) {
@@ -516,15 +516,14 @@ void rjob_finish(rjob *j) {
   j->table = j->pitch <= TABLE;
   for (int c = 0, k = 0; j->table && c < j->pitch; c++) {
     while (k < j->nseg - 1 && c >= j->seg[k].off + j->seg[k].len) k++;
-    j->seg_of[c] = (uint8_t)(c < j->len ? k : NO_SEG);
-    j->off_of[c] = (uint8_t)(c < j->len ? c - j->seg[k].off : 0);
+    j->colmap[c] = (uint16_t)(c < j->len ? k << 8 | (int)(c - j->seg[k].off) : NO_COL);
   }
 }
 
 void rjob_add(rjob *j, const uint8_t *src, long long len, long long pitch, int fill) {
   if (len <= 0) return;
   rseg *s = &j->seg[j->nseg++];
-  s->src = src, s->off = j->len, s->len = len, s->pitch = pitch, s->fill = fill;
+  s->src = fill ? NULL : src, s->off = j->len, s->len = len, s->pitch = pitch;
   j->len += len;
 }
 
@@ -938,7 +937,9 @@ extern "C" int ladle__gpu_strided_emulate_batch(const ladle__strided_desc *d, in
   return 0;
 }
 
-extern "C" void ladle__gpu_strided_emulate(const ladle__strided_desc *d) { (void)ladle__gpu_strided_emulate_batch(d, 1); }
+extern "C" void ladle__gpu_strided_emulate(const ladle__strided_desc *d) {
+  (void)ladle__gpu_strided_emulate_batch(d, 1);
+}
 
 extern "C" int ladle__gpu_shift16_check(void) {
   uint8_t bytes[32];
