@@ -443,7 +443,33 @@ __host__ __device__ __forceinline__ void rows_chunk(const rjob *j, long long t) 
   }
   unsigned w[4] = {0, 0, 0, 0}, written = 0;
   const int b0 = (int)(first - j0);
-  if (j->table) { /* short rows (a channel cat): byte by byte through the column table */
+  if (j->table && j->joinable && j->nseg <= 4) {
+    /* Short rows of up to 4 data segments, every row inside (a channel cat
+     * of 2..4 inputs): each segment's row pointer in a register, the segment
+     * of a column found by comparisons (no table loads). */
+    const long long c = r + j->row_start;
+    const int n = j->nseg, len = (int)j->len, pitch = (int)j->pitch;
+    const rseg *s0 = &j->seg[0], *s1 = &j->seg[n > 1 ? 1 : 0], *s2 = &j->seg[n > 2 ? 2 : 0];
+    const rseg *s3 = &j->seg[n > 3 ? 3 : 0];
+    const int o1 = n > 1 ? (int)s1->off : len, o2 = n > 2 ? (int)s2->off : len, o3 = n > 3 ? (int)s3->off : len;
+    const uint8_t *p0 = s0->src + c * s0->pitch, *p1 = s1->src + c * s1->pitch - o1;
+    const uint8_t *p2 = s2->src + c * s2->pitch - o2, *p3 = s3->src + c * s3->pitch - o3;
+    int cc = (int)col;
+    DEVICE_UNROLL
+    for (int b = 0; b < CHUNK; b++) {
+      if (b >= b0 && j0 + b < j->span) {
+        if (cc < len) {
+          const uint8_t *p = cc >= o3 ? p3 : cc >= o2 ? p2 : cc >= o1 ? p1 : p0;
+          w[b >> 2] |= (unsigned)p[cc] << ((b & 3) * 8);
+          written |= 1u << b;
+        }
+        if (++cc == pitch) cc = 0, p0 += s0->pitch, p1 += s1->pitch, p2 += s2->pitch, p3 += s3->pitch;
+      }
+    }
+    store16_masked(dst, w, written);
+    return;
+  }
+  if (j->table) { /* short rows (a small pad, a cat with fill): byte by byte through the column table */
     long long c = r + j->row_start;
     int valid = c >= 0 && c < j->row_ext, cc = (int)col;
     DEVICE_UNROLL
