@@ -28,6 +28,7 @@ static ladle_status cast_run(ladle__node *n, ladle__sample *s) {
 
 #ifdef LADLE_HAVE_CUDA
 #include "ops/kernels/gpu_kernels.h"
+#include "ops/tensor/tensor_kernels.h"
 
 static ladle_status cast_run_batch(ladle__node *n, ladle__gpu *g) {
   int batch = n->config->batch_size;
@@ -38,9 +39,9 @@ static ladle_status cast_run_batch(ladle__node *n, ladle__gpu *g) {
     d[i] = (ladle__gpu_convert_desc){ladle_batch_data(n->in_batches[0], i), ladle_batch_data(n->out_batches[0], i),
                                      (size_t)ladle__batch_sample_elems(n->in_batches[0], i)};
   void *host = NULL, *dev = NULL;
-  size_t bytes = ladle__gpu_convert_param_bytes(batch);
+  size_t bytes = ladle__gpu_cast_param_bytes(batch);
   if (st == LADLE_OK) st = ladle__gpu_params(g, bytes, &host, &dev);
-  return st == LADLE_OK ? ladle__gpu_convert(d, batch, n->out[0].dtype, n->in[0].dtype, host, dev, bytes, g->stream)
+  return st == LADLE_OK ? ladle__gpu_cast(d, batch, n->out[0].dtype, n->in[0].dtype, host, dev, bytes, g->stream)
                         : st;
 }
 #define CAST_RUN_BATCH cast_run_batch

@@ -66,19 +66,41 @@ void ladle__lookup(const ladle__lookup_desc *d, ladle_dtype in_type, int elem_si
                    int64_t table_size, const void *fallback);
 
 #ifdef LADLE_HAVE_CUDA
-/* The batch's copies (n descs) in one launch on `stream`; host/dev params
- * from ladle__gpu_params of ladle__gpu_strided_param_bytes(n) bytes. */
+/* The batch's copies (n descs) on `stream`: one launch per kernel the plan
+ * uses (at most three, see ..._plan_kind); host/dev params from
+ * ladle__gpu_params of ladle__gpu_strided_param_bytes(n) bytes. */
 size_t ladle__gpu_strided_param_bytes(int n);
 ladle_status ladle__gpu_strided_copy(const ladle__strided_desc *d, int n, void *host_params, void *dev_params,
                                      size_t param_bytes, void *stream);
 /* Test support for the copy's launch plan (host only, no device needed):
- * ..._plan_info gives the plan of copy d (of its first part where a dense
- * copy is cut in two): -1 when it has no elements, else
+ * ..._plan_info gives the strided kernel's plan of copy d (of its first part
+ * where a dense copy is cut in two), as if it went there: -1 when it has no elements, else
  * 1 for 32-bit indexing or 0 for 64-bit, with *unit (bytes moved per step)
  * and *ndim (dimensions left after merging); ..._emulate runs the kernel's
  * index arithmetic on the host over host pointers (d's own buffers). */
 int ladle__gpu_strided_plan_info(const ladle__strided_desc *d, int *unit, int *ndim);
 void ladle__gpu_strided_emulate(const ladle__strided_desc *d);
+/* The launch plan of n copies as ladle__gpu_strided_copy makes it: most go
+ * to a row kernel (rows of segments from sources or fill; consecutive copies
+ * that continue each other's rows, a cat or stack sample's inputs, become one
+ * job: *rows jobs) or a tiled transpose (a small dimension swapped with a
+ * large one: *transposes), the rest to the strided kernel (the return value:
+ * its descs; -1 out of memory). ..._emulate_batch runs the whole plan on the
+ * host over host pointers (0, or -1 out of memory). ladle__gpu_shift16_check:
+ * the row kernel's unaligned 16-byte load composition on the host, 0 when
+ * right for every offset. */
+int ladle__gpu_strided_plan_kind(const ladle__strided_desc *d, int n, int *rows, int *transposes);
+int ladle__gpu_strided_emulate_batch(const ladle__strided_desc *d, int n);
+int ladle__gpu_shift16_check(void);
+/* cast on the GPU: ladle__gpu_convert's contract (normalize_kernel.h: the
+ * same descs, rules and results) with a kernel of its own per common pair of
+ * types (..._has_kernel: 1 for those), ladle__gpu_convert for the others.
+ * Params of ladle__gpu_cast_param_bytes(n), 16-byte aligned. */
+struct ladle__gpu_convert_desc;
+size_t ladle__gpu_cast_param_bytes(int n);
+int ladle__gpu_cast_has_kernel(ladle_dtype out_type, ladle_dtype in_type);
+ladle_status ladle__gpu_cast(const struct ladle__gpu_convert_desc *d, int n, ladle_dtype out_type, ladle_dtype in_type,
+                             void *host_params, void *dev_params, size_t param_bytes, void *stream);
 /* one_hot for n samples: params of ladle__gpu_one_hot_param_bytes(n). */
 size_t ladle__gpu_one_hot_param_bytes(int n, int elem_size);
 ladle_status ladle__gpu_one_hot(const ladle__one_hot_desc *d, int n, ladle_dtype in_type, int64_t num_classes,

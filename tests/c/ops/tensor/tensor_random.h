@@ -100,4 +100,69 @@ static inline ladle__strided_desc random_fast_desc(ladle__rng *r, int64_t limit,
   }
 }
 
+/* The copies of one cat (stack = 0) or stack sample as the operators plan
+ * them: k = 2..4 inputs of rank 1..3 (some empty along a cat's axis) joined
+ * along a random axis into a dense output. d[i]'s in/out are left NULL; its
+ * input starts at element in_offs[i] of the input buffer, its output at
+ * element out_offs[i] of the output buffer (out_base added: a buffer start
+ * off 16-byte alignment). *in_span, *out_span: elements used. Returns k. */
+static inline int random_join(ladle__rng *r, int stack, int64_t limit, ladle__strided_desc *d, int64_t *in_offs,
+                              int64_t *out_offs, int64_t *in_span, int64_t *out_span) {
+  static const int sizes[4] = {1, 2, 4, 8};
+  static const int64_t inner[8] = {1, 2, 3, 4, 7, 8, 16, 17};
+  for (;;) {
+    int nd = (int)draw(r, 1, 3), k = (int)draw(r, 2, 4), es = sizes[draw(r, 0, 3)];
+    int axis = (int)draw(r, 0, stack ? nd : nd - 1), out_nd = nd + stack;
+    int64_t base[LADLE_MAX_NDIM], out_shape[LADLE_MAX_NDIM], out_strides[LADLE_MAX_NDIM], sh[4][LADLE_MAX_NDIM];
+    for (int i = 0; i < nd; i++) base[i] = i == nd - 1 ? inner[draw(r, 0, 7)] : draw(r, 1, 9);
+    int64_t sum = 0;
+    for (int j = 0; j < k; j++) {
+      memcpy(sh[j], base, sizeof base);
+      if (!stack) sh[j][axis] = draw(r, 0, 6);
+      sum += stack ? 1 : sh[j][axis];
+    }
+    for (int i = 0, src = 0; i < out_nd; i++) out_shape[i] = i == axis ? (stack ? k : (src++, sum)) : base[src++];
+    ladle__dense_strides(out_strides, out_shape, out_nd);
+    int64_t in_at = draw(r, 0, 3), out_base = draw(r, 0, 3) ? 0 : draw(r, 1, 5), along = 0, out_total = 1;
+    for (int i = 0; i < out_nd; i++) out_total *= out_shape[i];
+    for (int j = 0; j < k; j++) {
+      int64_t n = 1;
+      for (int i = 0; i < nd; i++) n *= sh[j][i];
+      ladle__strided_dense(&d[j], NULL, NULL, nd, es, sh[j], sh[j], NULL);
+      for (int i = 0; i < nd; i++) d[j].out_stride[i] = out_strides[stack && i >= axis ? i + 1 : i];
+      in_offs[j] = in_at;
+      out_offs[j] = out_base + along * out_strides[axis];
+      in_at += n + draw(r, 0, 2);
+      along += stack ? 1 : sh[j][axis];
+    }
+    *in_span = in_at;
+    *out_span = out_base + out_total;
+    if (*in_span * es <= limit && *out_span * es <= limit) return k;
+  }
+}
+
+/* A transpose of a random rank-3 input (every permutation, perm_index 0..5),
+ * small and large extents (1..5 channels, up to 90 rows or columns); the
+ * input starts at element *in_off, the output at *out_off. */
+static inline ladle__strided_desc random_transpose3(ladle__rng *r, int perm_index, int64_t limit, int64_t *in_off,
+                                                    int64_t *out_off, int64_t *in_span, int64_t *out_span) {
+  static const int perms[6][3] = {{0, 1, 2}, {0, 2, 1}, {1, 0, 2}, {1, 2, 0}, {2, 0, 1}, {2, 1, 0}};
+  static const int sizes[4] = {1, 2, 4, 8};
+  for (;;) {
+    int es = sizes[draw(r, 0, 3)];
+    int64_t shape[3] = {draw(r, 1, 90), draw(r, 1, 90), draw(r, 0, 2) ? draw(r, 1, 5) : draw(r, 1, 70)};
+    int64_t strides[3], out[3];
+    ladle__dense_strides(strides, shape, 3);
+    for (int k = 0; k < 3; k++) out[k] = shape[perms[perm_index][k]];
+    ladle__strided_desc d;
+    ladle__strided_dense(&d, NULL, NULL, 3, es, out, out, NULL);
+    for (int k = 0; k < 3; k++) d.in_stride[k] = strides[perms[perm_index][k]];
+    *in_off = draw(r, 0, 1) ? 0 : draw(r, 1, 5);
+    *out_off = draw(r, 0, 1) ? 0 : draw(r, 1, 5);
+    *in_span = *in_off + shape[0] * shape[1] * shape[2];
+    *out_span = *out_off + shape[0] * shape[1] * shape[2];
+    if (*in_span * es <= limit && *out_span * es <= limit) return d;
+  }
+}
+
 #endif

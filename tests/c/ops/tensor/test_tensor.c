@@ -170,6 +170,103 @@ static void test_gpu_strided_plan_limits(void) {
   ladle__strided_dense(&d, (void *)(uintptr_t)64, (const void *)(uintptr_t)128, 2, 1, shape, in_shape, start);
   CHECK(ladle__gpu_strided_plan_info(&d, &unit, &nd) == -1);
 }
+
+/* Which kernel the launch plan gives the operators' common geometries
+ * (HWC images of 1-byte elements): transposes HWC <-> CHW go to the tiled
+ * transpose, a channel cat, a stack and a pad to one row job per sample. */
+static void test_gpu_plan_kinds(void) {
+  uint8_t *o = (uint8_t *)(uintptr_t)4096, *i = (uint8_t *)(uintptr_t)65536 + 3; /* fake pointers: nothing is read */
+  int64_t hwc[3] = {7, 9, 3}, chw[3] = {3, 7, 9}, strides[3];
+  int rows = 0, tr = 0;
+  ladle__strided_desc d[4];
+  CHECK(ladle__gpu_shift16_check() == 0);
+  /* HWC -> CHW and back */
+  ladle__strided_dense(&d[0], o, i, 3, 1, chw, chw, NULL);
+  ladle__dense_strides(strides, hwc, 3);
+  d[0].in_stride[0] = strides[2], d[0].in_stride[1] = strides[0], d[0].in_stride[2] = strides[1];
+  CHECK(ladle__gpu_strided_plan_kind(d, 1, &rows, &tr) == 0 && rows == 0 && tr == 1);
+  ladle__strided_dense(&d[0], o, i, 3, 1, hwc, hwc, NULL);
+  ladle__dense_strides(strides, chw, 3);
+  d[0].in_stride[0] = strides[1], d[0].in_stride[1] = strides[2], d[0].in_stride[2] = strides[0];
+  CHECK(ladle__gpu_strided_plan_kind(d, 1, &rows, &tr) == 0 && rows == 0 && tr == 1);
+  /* cat of two along C: [7, 9, 6] */
+  for (int k = 0; k < 2; k++) {
+    ladle__strided_dense(&d[k], o + 3 * k, i + 1000 * k, 3, 1, hwc, hwc, NULL);
+    d[k].out_stride[0] = 54, d[k].out_stride[1] = 6;
+  }
+  CHECK(ladle__gpu_strided_plan_kind(d, 2, &rows, &tr) == 0 && rows == 1 && tr == 0);
+  /* stack of two along a new axis 0, and along a new axis 3 */
+  for (int k = 0; k < 2; k++) ladle__strided_dense(&d[k], o + 189 * k, i + 1000 * k, 3, 1, hwc, hwc, NULL);
+  CHECK(ladle__gpu_strided_plan_kind(d, 2, &rows, &tr) == 0 && rows == 1 && tr == 0);
+  for (int k = 0; k < 2; k++) {
+    ladle__strided_dense(&d[k], o + k, i + 1000 * k, 3, 1, hwc, hwc, NULL);
+    d[k].out_stride[0] = 54, d[k].out_stride[1] = 6, d[k].out_stride[2] = 2;
+  }
+  CHECK(ladle__gpu_strided_plan_kind(d, 2, &rows, &tr) == 0 && rows == 1 && tr == 0);
+  /* pad H and W; two samples stay two jobs */
+  int64_t padded[3] = {10, 12, 3};
+  ladle__strided_dense(&d[0], o, i, 3, 1, padded, hwc, NULL);
+  d[0].num_fill = 1;
+  d[1] = d[0];
+  d[1].out = o + 360;
+  CHECK(ladle__gpu_strided_plan_kind(d, 2, &rows, &tr) == 0 && rows == 2 && tr == 0);
+  /* a fill value per channel: the strided kernel */
+  d[0].fill_dim = 2, d[0].num_fill = 3;
+  CHECK(ladle__gpu_strided_plan_kind(d, 1, &rows, &tr) == 1 && rows == 0 && tr == 0);
+}
+
+/* The whole launch plan run on the host against the CPU copy: batches of
+ * cat and stack samples (joined rows), rank-3 transposes of every
+ * permutation, random_fast_desc's geometries and random_desc's (some
+ * empty), mixed in one plan. */
+static void test_gpu_plan_batches_emulated(void) {
+  enum { LIMIT = 4096 * 8, MAXD = 24 };
+  ladle__rng r;
+  ladle__rng_init(&r, 9, 1, 0, 0);
+  static uint8_t in[MAXD * LIMIT], out[MAXD * LIMIT], want[MAXD * LIMIT];
+  int joined = 0, transposed = 0, generic = 0;
+  for (int t = 0; t < 1500; t++) {
+    ladle__strided_desc d[MAXD];
+    int n = 0;
+    int64_t slot = 0;
+    while (n < MAXD - 4) { /* each group in its own LIMIT bytes of in and out */
+      int kind = (int)draw(&r, 0, 4);
+      int64_t in_offs[4], out_offs[4], in_span = 0, out_span = 0;
+      int k = 1;
+      uint8_t *ib = in + slot * LIMIT, *ob = out + slot * LIMIT;
+      if (kind <= 1) {
+        k = random_join(&r, kind, LIMIT, &d[n], in_offs, out_offs, &in_span, &out_span);
+      } else if (kind == 2) {
+        d[n] = random_transpose3(&r, (int)draw(&r, 0, 5), LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      } else if (kind == 3) {
+        d[n] = random_fast_desc(&r, LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      } else { /* some with no elements */
+        d[n] = random_desc(&r, &in_span, &out_span);
+        in_offs[0] = out_offs[0] = 0;
+      }
+      for (int j = 0; j < k; j++) {
+        d[n + j].in = ib + in_offs[j] * d[n + j].elem_size;
+        d[n + j].out = ob + out_offs[j] * d[n + j].elem_size;
+      }
+      n += k, slot++;
+      if (draw(&r, 0, 3) == 0) break;
+    }
+    for (size_t b = 0; b < (size_t)slot * LIMIT; b++) in[b] = (uint8_t)ladle__rng_u32(&r);
+    memset(out, 0xAB, (size_t)slot * LIMIT);
+    memset(want, 0xAB, (size_t)slot * LIMIT);
+    CHECK(ladle__gpu_strided_emulate_batch(d, n) == 0);
+    for (int j = 0; j < n; j++) {
+      ladle__strided_desc c = d[j];
+      c.out = want + ((uint8_t *)d[j].out - out);
+      ladle__strided_copy(&c);
+    }
+    CHECK(memcmp(out, want, (size_t)slot * LIMIT) == 0);
+    int rows = 0, tr = 0, g = ladle__gpu_strided_plan_kind(d, n, &rows, &tr);
+    generic += g, transposed += tr;
+    joined += n - tr - g > rows; /* fewer row jobs than the copies that went to them */
+  }
+  CHECK(joined > 1000 && transposed > 500 && generic > 100);
+}
 #endif
 
 /* one_hot and lookup_table's kernels on a small case, by hand. */
@@ -258,6 +355,8 @@ int main(void) {
 #ifdef LADLE_HAVE_CUDA
   RUN(test_gpu_strided_plan_emulated);
   RUN(test_gpu_strided_plan_limits);
+  RUN(test_gpu_plan_kinds);
+  RUN(test_gpu_plan_batches_emulated);
 #endif
   RUN(test_encode_kernels);
   RUN(test_batch_view);

@@ -68,6 +68,60 @@ static void test_gpu_strided_copy(void) {
   cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
 }
 
+/* Batches as the operators make them, in one launch each: cat and stack
+ * samples (joined row jobs, inputs of 2..4 copies, some empty), rank-3
+ * transposes of every permutation (tiled or strided), random fast-path
+ * geometries, random_desc's (some empty); buffers off 16-byte alignment;
+ * vs the CPU copy. */
+static void test_gpu_strided_batches(void) {
+  enum { LIMIT = 4096 * 8, MAXD = 40 };
+  ladle__rng r;
+  ladle__rng_init(&r, 13, 4, 0, 0);
+  size_t total = (size_t)MAXD * LIMIT;
+  uint8_t *in = malloc(total), *want = malloc(total), *got = malloc(total);
+  uint8_t *din = dev_alloc(total), *dout = dev_alloc(total);
+  size_t bytes = ladle__gpu_strided_param_bytes(MAXD);
+  void *host = NULL, *dev = dev_alloc(bytes);
+  cudaMallocHost(&host, bytes);
+  CHECK(in && want && got && din && dout && host && dev);
+  if (!(in && want && got && din && dout && host && dev)) return;
+  for (int round = 0; round < 60; round++) {
+    ladle__strided_desc cpu[MAXD], gpu[MAXD];
+    int n = 0;
+    int64_t slot = 0;
+    while (n < MAXD - 4) {
+      int kind = (int)draw(&r, 0, 4), k = 1;
+      int64_t in_offs[4], out_offs[4], in_span = 0, out_span = 0;
+      if (kind <= 1)
+        k = random_join(&r, kind, LIMIT, &cpu[n], in_offs, out_offs, &in_span, &out_span);
+      else if (kind == 2)
+        cpu[n] = random_transpose3(&r, (int)draw(&r, 0, 5), LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      else if (kind == 3)
+        cpu[n] = random_fast_desc(&r, LIMIT, &in_offs[0], &out_offs[0], &in_span, &out_span);
+      else /* some with no elements */
+        cpu[n] = random_desc(&r, &in_span, &out_span), in_offs[0] = out_offs[0] = 0;
+      for (int j = 0; j < k; j++) {
+        size_t es = (size_t)cpu[n + j].elem_size, io = (size_t)slot * LIMIT + (size_t)in_offs[j] * es;
+        size_t oo = (size_t)slot * LIMIT + (size_t)out_offs[j] * es;
+        gpu[n + j] = cpu[n + j];
+        cpu[n + j].in = in + io, cpu[n + j].out = want + oo;
+        gpu[n + j].in = din + io, gpu[n + j].out = dout + oo;
+      }
+      n += k, slot++;
+    }
+    for (size_t b = 0; b < total; b++) in[b] = (uint8_t)ladle__rng_u32(&r);
+    memset(want, 0x5A, total);
+    for (int j = 0; j < n; j++) ladle__strided_copy(&cpu[j]);
+    CHECK(cudaMemset(dout, 0x5A, total) == cudaSuccess);
+    CHECK(cudaMemcpy(din, in, total, cudaMemcpyHostToDevice) == cudaSuccess);
+    CHECK_OK(ladle__gpu_strided_copy(gpu, n, host, dev, bytes, NULL));
+    CHECK(cudaMemcpy(got, dout, total, cudaMemcpyDeviceToHost) == cudaSuccess);
+    CHECK(memcmp(got, want, total) == 0);
+  }
+  free(in), free(want), free(got);
+  cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
+}
+
 /* Samples near 2^31 elements (uint8): a [R, 999] window at column 1 of
  * [R, 1000], R = 2^31 / 1000 (the last size with 32-bit indexing), and
  * R + 1 rows (64-bit indexing), plus a contiguous copy of 2^31 + 17 bytes
@@ -167,6 +221,7 @@ int main(void) {
     return 77;
   }
   RUN(test_gpu_strided_copy);
+  RUN(test_gpu_strided_batches);
   RUN(test_gpu_strided_large);
   RUN(test_gpu_encode);
   TEST_MAIN_END();

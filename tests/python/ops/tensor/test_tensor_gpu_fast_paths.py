@@ -36,7 +36,16 @@ CASES = {
     "cat_inner": lambda fn, t, x: fn.cat(x, x, x, axis=2),
     "stack": lambda fn, t, x: fn.stack(x, x, axis=0),
     "stack_inner": lambda fn, t, x: fn.stack(x, x, axis=3),
+    "stack_middle": lambda fn, t, x: fn.stack(x, x, x, axis=1),
+    "cat_channels_4": lambda fn, t, x: fn.cat(x, fn.slice(x, start=[1], shape=[1], axes=[2], out_of_bounds_policy="pad"),
+                                              x, x, axis=2),
+    "cat_rows": lambda fn, t, x: fn.cat(x, x, axis=0),
+    "pad_hw": lambda fn, t, x: fn.pad(x, axis_names="HW", fill_value=3),
+    "pad_shape": lambda fn, t, x: fn.pad(x, axes=[0, 1], shape=[41, 70], fill_value=-1),
 }
+# every permutation of a rank-3 transpose (tiled for a small dimension swapped with a large one)
+for _perm in ([0, 1, 2], [0, 2, 1], [1, 0, 2], [1, 2, 0], [2, 0, 1], [2, 1, 0]):
+    CASES["transpose_" + "".join(map(str, _perm))] = (lambda p: lambda fn, t, x: fn.transpose(x, perm=p))(_perm)
 
 
 @pytest.mark.gpu
@@ -58,6 +67,26 @@ def test_cast_same_type_gpu_equal_cpu(dtype):
     def graph(fn, t, x):
         window = fn.slice(x, start=[0, 1], shape=[1, 5], axes=[0, 1], out_of_bounds_policy="pad")
         return fn.cast(x, dtype=getattr(t, name)), fn.cast(window, dtype=getattr(t, name))
+
+    assert_same(run_lib("ladle", graph, {"x": batch}, len(batch), device="gpu", layouts={"x": "HWC"}),
+                run_lib("ladle", graph, {"x": batch}, len(batch), layouts={"x": "HWC"}))
+
+
+CAST_PAIRS = [(np.uint8, "FLOAT16"), (np.uint8, "FLOAT"), (np.uint8, "INT32"), (np.float32, "UINT8"),
+              (np.float32, "FLOAT16"), (np.float32, "FLOAT64"), (np.int16, "FLOAT"), (np.float64, "FLOAT16")]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype,target", CAST_PAIRS)
+def test_cast_gpu_equal_cpu(dtype, target):
+    """cast's per-pair kernels (and the generic one for the rest) against the CPU, bit for bit."""
+    rng = np.random.default_rng(7)
+    batch = ragged(rng, dtype, SHAPES[0])
+    if np.issubdtype(dtype, np.floating):
+        batch = [(b.astype(np.float64) * 150.0 + 60.0).astype(dtype) for b in batch]
+
+    def graph(fn, t, x):
+        return fn.cast(x, dtype=getattr(t, target))
 
     assert_same(run_lib("ladle", graph, {"x": batch}, len(batch), device="gpu", layouts={"x": "HWC"}),
                 run_lib("ladle", graph, {"x": batch}, len(batch), layouts={"x": "HWC"}))
