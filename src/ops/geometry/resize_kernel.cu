@@ -313,18 +313,27 @@ __device__ __forceinline__ void resize_tile(const resample_sample *sp, rz_shared
   }
 }
 
-template <typename T>
+/* CC: the channel count of every sample, or 0 for a batch that mixes them
+ * (then switched per block, with the register budget of the widest). */
+template <typename T, int CC>
 __global__ void __launch_bounds__(THREADS) resize_kernel(const resample_sample *__restrict__ samples) {
   __shared__ rz_shared sm;
   const resample_sample *sp = samples + blockIdx.z;
   if ((int)blockIdx.x * RZ_W >= sp->rw || (int)blockIdx.y * RZ_H >= sp->rh) return; /* the whole block */
-  switch (sp->channels) {
+  switch (CC ? CC : sp->channels) {
     case 1: resize_tile<T, 1>(sp, sm); break;
     case 2: resize_tile<T, 2>(sp, sm); break;
     case 3: resize_tile<T, 3>(sp, sm); break;
     default: resize_tile<T, 4>(sp, sm); break;
   }
 }
+
+typedef void (*resize_fn)(const resample_sample *);
+const resize_fn resize_kernels[2][5] = {
+    {resize_kernel<uint8_t, 0>, resize_kernel<uint8_t, 1>, resize_kernel<uint8_t, 2>, resize_kernel<uint8_t, 3>,
+     resize_kernel<uint8_t, 4>},
+    {resize_kernel<float, 0>, resize_kernel<float, 1>, resize_kernel<float, 2>, resize_kernel<float, 3>,
+     resize_kernel<float, 4>}};
 
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
@@ -471,10 +480,10 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       LADLE_CUDA_CHECK_LAUNCH(resample_kernel);
     } else {
       dim3 grid((unsigned)((max_w + RZ_W - 1) / RZ_W), (unsigned)((max_h + RZ_H - 1) / RZ_H), (unsigned)n);
-      if (in_type == LADLE_FLOAT32)
-        resize_kernel<float><<<grid, block, 0, s>>>((const resample_sample *)dev_params);
-      else
-        resize_kernel<uint8_t><<<grid, block, 0, s>>>((const resample_sample *)dev_params);
+      int channels = d[0].channels;
+      for (int i = 1; i < n; i++)
+        if (d[i].channels != channels) channels = 0;
+      resize_kernels[in_type == LADLE_FLOAT32][channels]<<<grid, block, 0, s>>>((const resample_sample *)dev_params);
       LADLE_CUDA_CHECK_LAUNCH(resize_kernel);
     }
   }

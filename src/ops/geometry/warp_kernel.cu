@@ -137,7 +137,8 @@ __global__ void __launch_bounds__(PASTE_THREADS) paste_kernel(const ladle__gpu_p
   for (Index k = (Index)blockIdx.x * PASTE_THREADS + threadIdx.x; k < chunks; k += (Index)gridDim.x * PASTE_THREADS) {
     /* bytes [f, f + 16) of the canvas, those inside [0, total) written */
     const long long f = (long long)k * PASTE_CHUNK - head;
-    const Index first = f < 0 ? 0 : (Index)f;
+    const int skip = f < 0 ? (int)-f : 0; /* the first chunk's bytes before the canvas */
+    const Index first = (Index)(f + skip);
     Index y = first / row, xc = first - y * row;
     int c = (int)(xc % (Index)C), iy = (int)y - y0;
     bool row_in = iy >= 0 && iy < in_h;
@@ -145,6 +146,7 @@ __global__ void __launch_bounds__(PASTE_THREADS) paste_kernel(const ladle__gpu_p
     unsigned word[4] = {0u, 0u, 0u, 0u};
 #pragma unroll
     for (int b = 0; b < PASTE_CHUNK; b++) {
+      if (b < skip) continue;
       unsigned v = (fillw >> (8 * c)) & 255u;
       if (row_in && xc >= xlo && xc < xhi) v = __ldg(src + xc);
       word[b / 4] |= v << (8 * (b % 4));

@@ -14,12 +14,16 @@
 
 #ifndef LADLE_HAVE_CUDA
 
+
 int main(void) {
   printf("skipped: built without CUDA\n");
   return 77;
 }
 
 #else
+
+#include <math.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -171,6 +175,97 @@ static void test_random(void) {
   }
 }
 
+
+/* Not a check: times the launches of op_bench's resize rows (256 uint8 HWC
+ * images of about 463 x 403) and prints them, so that the kernel's own time
+ * (stream time: the parameter upload and the kernel) can be told from the
+ * operator's. Host time: the call itself (tables copied into the parameter
+ * buffer). */
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+enum { TB = 256 };
+
+static void time_resize(const char *name, const int *w, const int *h, void *const *din, ladle__interp interp,
+                        int mode) {
+  static ladle__resize_axis ax[TB], ay[TB];
+  static ladle__gpu_resize_desc d[TB];
+  static void *dout[TB];
+  for (int i = 0; i < TB; i++) {
+    int ow = 224, oh = 224;
+    if (mode == 1) { /* resize_shorter 256 */
+      float sc = 256.0f / (float)(w[i] < h[i] ? w[i] : h[i]);
+      ow = (int)lroundf(sc * (float)w[i]), oh = (int)lroundf(sc * (float)h[i]);
+    } else if (mode == 2) {
+      ow = 2 * w[i], oh = 2 * h[i];
+    }
+    float lo[2] = {0, 0}, hi[2] = {(float)w[i], (float)h[i]};
+    CHECK_OK(ladle__resize_plan_dali(&ax[i], &ay[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
+    CHECK(cudaMalloc(&dout[i], (size_t)ow * oh * 3) == cudaSuccess);
+    d[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, &ax[i], &ay[i]};
+  }
+  /* a parameter buffer per launch, as the executor's ring gives: the launches queue without waiting */
+  enum { ITERS = 10 };
+  size_t bytes = ladle__gpu_resize_param_bytes(d, TB);
+  void *host[ITERS], *dev[ITERS];
+  for (int it = 0; it < ITERS; it++) {
+    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
+    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
+  }
+  CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[0], dev[0], bytes, stream)); /* warm-up */
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double host_ms = 0;
+  cudaEventRecord(e0, (cudaStream_t)stream);
+  for (int it = 0; it < ITERS; it++) {
+    double t0 = now_ms();
+    CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[it], dev[it], bytes, stream));
+    host_ms += now_ms() - t0;
+  }
+  cudaEventRecord(e1, (cudaStream_t)stream);
+  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  fprintf(stderr, "  time %-20s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB (taps %d x %d)\n", name,
+          ms / ITERS, host_ms / ITERS, bytes / 1e6, ax[0].taps, ay[0].taps);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int it = 0; it < ITERS; it++) {
+    cudaFreeHost(host[it]);
+    cudaFree(dev[it]);
+  }
+  for (int i = 0; i < TB; i++) {
+    cudaFree(dout[i]);
+    ladle__resize_axis_free(&ax[i]);
+    ladle__resize_axis_free(&ay[i]);
+  }
+}
+
+static void report_times(void) {
+  static int w[TB], h[TB];
+  static void *din[TB];
+  size_t max_bytes = 540 * 470 * 3;
+  uint8_t *buf = malloc(max_bytes);
+  for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
+  for (int i = 0; i < TB; i++) {
+    w[i] = rnd_int(386, 540), h[i] = rnd_int(336, 470);
+    CHECK(cudaMalloc(&din[i], (size_t)w[i] * h[i] * 3) == cudaSuccess);
+    CHECK(cudaMemcpy(din[i], buf, (size_t)w[i] * h[i] * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  free(buf);
+  time_resize("resize linear 224", w, h, din, LADLE__INTERP_LINEAR, 0);
+  time_resize("resize cubic 224", w, h, din, LADLE__INTERP_CUBIC, 0);
+  time_resize("resize nn 224", w, h, din, LADLE__INTERP_NN, 0);
+  time_resize("resize shorter 256", w, h, din, LADLE__INTERP_LINEAR, 1);
+  time_resize("resize linear 2x up", w, h, din, LADLE__INTERP_LINEAR, 2);
+  for (int i = 0; i < TB; i++) cudaFree(din[i]);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -181,6 +276,7 @@ int main(void) {
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
   RUN(test_chosen);
   RUN(test_random);
+  RUN(report_times);
   ladle__cuda_stream_destroy(stream);
   TEST_MAIN_END();
 }

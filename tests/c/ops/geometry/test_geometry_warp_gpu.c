@@ -19,6 +19,7 @@ int main(void) {
 #else
 
 #include <math.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -167,6 +168,100 @@ static void test_bad_arguments(void) {
   CHECK(ladle__gpu_paste(&q, 1, host_params, dev_params, 1, stream) == LADLE_ERROR_INVALID_ARGUMENT);
 }
 
+/* Not a check: times op_bench's rows (256 uint8 HWC images of about
+ * 463 x 403: rotate 17 degrees on the enlarged canvas, warp_affine by its
+ * matrix, both bilinear with fill 0; paste ratio 2 at the centre) and prints
+ * the stream time per batch (parameter upload and kernel) and the host call. */
+enum { TB = 256, ITERS = 10 };
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+typedef ladle_status (*launch_fn)(const void *d, void *host, void *dev, size_t bytes);
+
+static ladle_status launch_warp(const void *d, void *host, void *dev, size_t bytes) {
+  return ladle__gpu_warp_affine(d, TB, host, dev, bytes, stream);
+}
+
+static ladle_status launch_paste(const void *d, void *host, void *dev, size_t bytes) {
+  return ladle__gpu_paste(d, TB, host, dev, bytes, stream);
+}
+
+static void time_launch(const char *name, launch_fn launch, const void *d, size_t bytes) {
+  void *host[ITERS], *dev[ITERS];
+  for (int it = 0; it < ITERS; it++) {
+    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
+    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
+  }
+  CHECK_OK(launch(d, host[0], dev[0], bytes));
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double host_ms = 0;
+  cudaEventRecord(e0, (cudaStream_t)stream);
+  for (int it = 0; it < ITERS; it++) {
+    double t0 = now_ms();
+    CHECK_OK(launch(d, host[it], dev[it], bytes));
+    host_ms += now_ms() - t0;
+  }
+  cudaEventRecord(e1, (cudaStream_t)stream);
+  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  fprintf(stderr, "  time %-12s stream %.3f ms/batch, host call %.3f ms\n", name, ms / ITERS, host_ms / ITERS);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int it = 0; it < ITERS; it++) {
+    cudaFreeHost(host[it]);
+    cudaFree(dev[it]);
+  }
+}
+
+static void report_times(void) {
+  static ladle__gpu_warp_desc wd[TB];
+  static ladle__gpu_paste_desc pd[TB];
+  static void *din[TB], *dout[TB];
+  size_t max_bytes = 540 * 470 * 3;
+  uint8_t *buf = malloc(max_bytes);
+  for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
+  for (int i = 0; i < TB; i++) {
+    int w = rnd_int(386, 540), h = rnd_int(336, 470);
+    CHECK(cudaMalloc(&din[i], (size_t)w * h * 3) == cudaSuccess);
+    CHECK(cudaMalloc(&dout[i], (size_t)w * h * 3 * 4) == cudaSuccess); /* paste's canvas is the largest */
+    CHECK(cudaMemcpy(din[i], buf, (size_t)w * h * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+    ladle__warp_params p;
+    memset(&p, 0, sizeof p);
+    p.in_h = h, p.in_w = w, p.channels = 3, p.linear = 1, p.use_fill = 1;
+    ladle__warp_fill(&p, 0);
+    float a = 17.0f * (float)(M_PI / 180.0), c = cosf(a), sn = sinf(a);
+    p.out_w = (int)ceil(fabs(c) * w + fabs(sn) * h), p.out_h = (int)ceil(fabs(c) * h + fabs(sn) * w);
+    float ow = (float)p.out_w * 0.5f, oh = (float)p.out_h * 0.5f;
+    p.m[0] = c, p.m[1] = -sn, p.m[3] = sn, p.m[4] = c;
+    p.m[2] = (c * -ow + -sn * -oh) + (float)w * 0.5f;
+    p.m[5] = (sn * -ow + c * -oh) + (float)h * 0.5f;
+    wd[i] = (ladle__gpu_warp_desc){din[i], dout[i], p};
+    ladle__paste_params q = {h, w, 2 * h, 2 * w, 3, w / 2, h / 2, {0, 0, 0, 0}};
+    pd[i] = (ladle__gpu_paste_desc){din[i], dout[i], q};
+  }
+  free(buf);
+  time_launch("rotate", launch_warp, wd, ladle__gpu_warp_param_bytes(TB));
+  static const float m[6] = {0.9f, 0.1f, 10.0f, -0.1f, 0.9f, 20.0f};
+  for (int i = 0; i < TB; i++) {
+    wd[i].p.out_h = wd[i].p.in_h, wd[i].p.out_w = wd[i].p.in_w;
+    memcpy(wd[i].p.m, m, sizeof m);
+  }
+  time_launch("warp_affine", launch_warp, wd, ladle__gpu_warp_param_bytes(TB));
+  time_launch("paste", launch_paste, pd, ladle__gpu_paste_param_bytes(TB));
+  for (int i = 0; i < TB; i++) {
+    cudaFree(din[i]);
+    cudaFree(dout[i]);
+  }
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -180,6 +275,7 @@ int main(void) {
   RUN(test_warp);
   RUN(test_paste);
   RUN(test_bad_arguments);
+  RUN(report_times);
   cudaFreeHost(host_params);
   cudaFree(dev_params);
   ladle__cuda_stream_destroy(stream);
