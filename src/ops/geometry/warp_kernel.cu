@@ -20,7 +20,7 @@ extern "C" {
 
 namespace {
 
-enum { TILE_W = 32, TILE_H = 8 };
+enum { TILE_W = 32, TILE_H = 8, WARP_ROWS = 2 };
 
 size_t param_bytes_of(int n, size_t each) { return ((size_t)(n > 0 ? n : 0) * each + 15) & ~(size_t)15; }
 
@@ -76,23 +76,27 @@ __device__ __forceinline__ void warp_at(const ladle__gpu_warp_desc *q, int x, in
   warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C ? C : p->channels);
 }
 
+/* The rows y0, y0 + step, ... of column x. */
+template <int IN, int OUT, int C>
+__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int y0, int step) {
+  for (int y = y0; y < q->p.out_h; y += step) warp_at<IN, OUT, C>(q, x, y);
+}
+
 /* grid (tiles x, tiles y, samples), block TILE_W x TILE_H, one thread per
- * output pixel: a sample smaller than the grid skips the rest. */
+ * output pixel of WARP_ROWS rows (or more where the grid is capped); the
+ * sample's parameters are copied to registers once. A sample smaller than
+ * the grid skips the rest. */
 template <int IN, int OUT>
 __global__ void __launch_bounds__(TILE_W *TILE_H) warp_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
-  const ladle__gpu_warp_desc *q = d + blockIdx.z;
-  const int x = blockIdx.x * TILE_W + threadIdx.x, out_w = q->p.out_w, out_h = q->p.out_h;
-  if (x >= out_w) return;
-  const int C = q->p.channels;
-  for (int y = blockIdx.y * TILE_H + threadIdx.y; y < out_h; y += gridDim.y * TILE_H) {
-    if (C == 3)
-      warp_at<IN, OUT, 3>(q, x, y);
-    else if (C == 1)
-      warp_at<IN, OUT, 1>(q, x, y);
-    else if (C == 4)
-      warp_at<IN, OUT, 4>(q, x, y);
-    else
-      warp_at<IN, OUT, 0>(q, x, y);
+  const ladle__gpu_warp_desc q = d[blockIdx.z];
+  const int x = blockIdx.x * TILE_W + threadIdx.x;
+  if (x >= q.p.out_w) return;
+  const int y0 = blockIdx.y * TILE_H + threadIdx.y, step = gridDim.y * TILE_H;
+  switch (q.p.channels) {
+    case 3: warp_rows<IN, OUT, 3>(&q, x, y0, step); break;
+    case 1: warp_rows<IN, OUT, 1>(&q, x, y0, step); break;
+    case 4: warp_rows<IN, OUT, 4>(&q, x, y0, step); break;
+    default: warp_rows<IN, OUT, 0>(&q, x, y0, step); break;
   }
 }
 
@@ -197,7 +201,7 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
   {
-    int tiles_y = (max_h + TILE_H - 1) / TILE_H;
+    int tiles_y = (max_h + TILE_H * WARP_ROWS - 1) / (TILE_H * WARP_ROWS);
     dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)(tiles_y < 65535 ? tiles_y : 65535), (unsigned)n);
     const warp_fn kernel = mixed ? warp_mixed_kernel : warp_kernels[d[0].p.in_type][d[0].p.out_type];
     kernel<<<grid, dim3(TILE_W, TILE_H), 0, s>>>((const ladle__gpu_warp_desc *)dev_params);
