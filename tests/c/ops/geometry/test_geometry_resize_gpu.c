@@ -180,7 +180,8 @@ static void test_random(void) {
  * images of about 463 x 403) and prints them, so that the kernel's own time
  * (stream time: the parameter upload and the kernel) can be told from the
  * operator's. Host time: the call itself (tables copied into the parameter
- * buffer). */
+ * buffer); planning: ladle__resize_plan_dali for the batch (the operator's
+ * setup, spread over its worker threads). */
 static double now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -194,6 +195,7 @@ static void time_resize(const char *name, const int *w, const int *h, void *cons
   static ladle__resize_axis ax[TB], ay[TB];
   static ladle__gpu_resize_desc d[TB];
   static void *dout[TB];
+  double plan_ms = 0;
   for (int i = 0; i < TB; i++) {
     int ow = 224, oh = 224;
     if (mode == 1) { /* resize_shorter 256 */
@@ -203,7 +205,9 @@ static void time_resize(const char *name, const int *w, const int *h, void *cons
       ow = 2 * w[i], oh = 2 * h[i];
     }
     float lo[2] = {0, 0}, hi[2] = {(float)w[i], (float)h[i]};
+    double t0 = now_ms();
     CHECK_OK(ladle__resize_plan_dali(&ax[i], &ay[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
+    plan_ms += now_ms() - t0;
     CHECK(cudaMalloc(&dout[i], (size_t)ow * oh * 3) == cudaSuccess);
     d[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, &ax[i], &ay[i]};
   }
@@ -231,8 +235,10 @@ static void time_resize(const char *name, const int *w, const int *h, void *cons
   CHECK(cudaEventSynchronize(e1) == cudaSuccess);
   float ms = 0;
   cudaEventElapsedTime(&ms, e0, e1);
-  fprintf(stderr, "  time %-20s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB (taps %d x %d)\n", name,
-          ms / ITERS, host_ms / ITERS, bytes / 1e6, ax[0].taps, ay[0].taps);
+  fprintf(stderr,
+          "  time %-20s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB (taps %d x %d), planning "
+          "%.3f ms (one thread, the batch's tables)\n",
+          name, ms / ITERS, host_ms / ITERS, bytes / 1e6, ax[0].taps, ay[0].taps, plan_ms);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
   for (int it = 0; it < ITERS; it++) {
