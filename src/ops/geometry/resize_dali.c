@@ -28,7 +28,9 @@
 
 enum { TRI_N = 3, GAUSS_N = 65, LANCZOS_N = 2 * 3 * 32 + 1, CUBIC_N = 129 };
 
-static float tri_table[TRI_N], gauss_table[GAUSS_N], lanczos_table[LANCZOS_N], cubic_table[CUBIC_N];
+/* One element more than the shape, a 0 (never written): the tap past the
+ * last point reads it (see tab_at). */
+static float tri_table[TRI_N + 1], gauss_table[GAUSS_N + 1], lanczos_table[LANCZOS_N + 1], cubic_table[CUBIC_N + 1];
 static pthread_once_t tables_once = PTHREAD_ONCE_INIT;
 
 static float sinc_f(float x) { return x != 0.0f ? (float)(sin(x * M_PI) / (x * M_PI)) : 1.0f; }
@@ -83,14 +85,16 @@ static tab_filter stretched(const float *coeffs, int num, float width) {
 
 static int support_of(const tab_filter *f) { return f->coeffs ? (int)ceilf((f->num - 1) / f->scale) : 1; }
 
-static float tab_at(const tab_filter *f, float x) {
-  if (!(x > -1)) return 0.0f;
-  if (x >= f->num) return 0.0f;
-  int x0 = (int)floorf(x), x1 = x0 + 1;
-  float d = x - x0;
-  float f0 = x0 < 0 ? 0.0f : f->coeffs[x0];
-  float f1 = x1 >= f->num ? 0.0f : f->coeffs[x1];
-  return f0 + d * (f1 - f0);
+/* The shape at x (table steps), linearly interpolated; 0 outside (-1, num). */
+static inline float tab_at(const tab_filter *f, float x) {
+  if (!(x > -1) || !(x < f->num)) return 0.0f;
+  if (x >= 0.0f) { /* floor is the truncation; coeffs[num] is the 0 past the end */
+    int x0 = (int)x;
+    float d = x - x0, f0 = f->coeffs[x0];
+    return f0 + d * (f->coeffs[x0 + 1] - f0);
+  }
+  float d = x + 1.0f; /* x0 = -1: the point before the table is 0 (x - x0 is x + 1, one rounding as before) */
+  return 0.0f + d * (f->coeffs[0] - 0.0f);
 }
 
 /* DALI's filter for `interp` resampling in_extent input pixels onto out_size. */
@@ -167,45 +171,44 @@ static ladle_status plan_axis(ladle__resize_axis *axis, int in_size, int base, f
     const int support = support_of(f);
     LADLE_CHECK(support >= 1 && support < (1 << 20), LADLE_ERROR_INVALID_ARGUMENT, "filter too wide (scale %g)",
                 (double)scale);
-    /* Scratch: per output pixel its first index and `support` raw weights. */
-    size_t ints = ((size_t)out_size * 2 * sizeof(int32_t) + 7) & ~(size_t)7;
-    RESERVE(axis->work, axis->cap_work, ints + (size_t)out_size * support * sizeof(float));
-    int32_t *lo = axis->work, *cnt = lo + out_size;
-    float *raw = (float *)((uint8_t *)axis->work + ints);
+    /* Scratch: `support` raw weights of one output pixel. */
+    RESERVE(axis->work, axis->cap_work, (size_t)support * sizeof(float));
+    float *c = axis->work;
     const float x0 = origin + (0.5f * scale - 0.5f - f->anchor); /* DALI: srcx_0 += ... */
+    /* First the widest clamped filter (the table's row length), from the
+     * first taps alone; then each pixel's weights, straight into its row. */
     int taps = 1;
     for (int i = 0; i < out_size; i++) {
-      float sx0f = i * scale + x0;
-      int sx0 = (int)ceilf(sx0f);
-      float f0 = sx0 - sx0f, sum = 0.0f;
-      float *c = raw + (size_t)i * support;
-      for (int k = 0; k < support; k++) {
-        c[k] = tab_at(f, (f0 + k) * f->scale);
-        sum += c[k];
-      }
-      if (sum != 0.0f)
-        for (int k = 0; k < support; k++) c[k] /= sum;
-      /* Clamp: the taps beyond an edge read the edge pixel. */
-      int a = sx0 + base, b = sx0 + base + support - 1; /* absolute, inclusive */
+      int a = (int)ceilf(i * scale + x0) + base, b = a + support - 1; /* absolute, inclusive */
       int ca = a < clo ? clo : a > chi ? chi : a, cb = b < clo ? clo : b > chi ? chi : b;
-      lo[i] = ca;
-      cnt[i] = cb - ca + 1;
-      if (cnt[i] > taps) taps = cnt[i];
+      if (cb - ca + 1 > taps) taps = cb - ca + 1;
     }
     axis->taps = taps;
     RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
     RESERVE(axis->weights, axis->cap_weights, sizeof *axis->weights * (size_t)out_size * taps);
     memset(axis->weights, 0, sizeof *axis->weights * (size_t)out_size * taps);
     for (int i = 0; i < out_size; i++) {
-      int s = lo[i] + taps > in_size ? in_size - taps : lo[i];
+      float sx0f = i * scale + x0;
+      int sx0 = (int)ceilf(sx0f);
+      float f0 = sx0 - sx0f, sum = 0.0f;
+      for (int k = 0; k < support; k++) {
+        c[k] = tab_at(f, (f0 + k) * f->scale);
+        sum += c[k];
+      }
+      const float div = sum != 0.0f ? sum : 1.0f; /* x / 1 is x */
+      /* Clamp: the taps beyond an edge read the edge pixel. */
+      int a = sx0 + base, ca = a < clo ? clo : a > chi ? chi : a;
+      int s = ca + taps > in_size ? in_size - taps : ca;
       axis->start[i] = s;
       float *w = axis->weights + (size_t)i * taps;
-      const float *c = raw + (size_t)i * support;
-      int sx0 = (int)ceilf(i * scale + x0) + base;
-      for (int k = 0; k < support; k++) {
-        int x = sx0 + k;
-        x = x < clo ? clo : x > chi ? chi : x;
-        w[x - s] += c[k];
+      if (a >= clo && a + support - 1 <= chi) { /* no tap clamped */
+        for (int k = 0; k < support; k++) w[a + k - s] += c[k] / div;
+      } else {
+        for (int k = 0; k < support; k++) {
+          int x = a + k;
+          x = x < clo ? clo : x > chi ? chi : x;
+          w[x - s] += c[k] / div;
+        }
       }
     }
   }

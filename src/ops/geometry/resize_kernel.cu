@@ -168,6 +168,173 @@ __global__ void __launch_bounds__(THREADS)
                        sp->fill);
 }
 
+/*
+ * Plain resize (MODE_RESIZE), the faster layout: grid (tiles x, tiles y,
+ * samples), block (32, 8); a block computes a 32 x 32 output tile, thread
+ * (tx, ty) the column tx of rows ty, ty + 8, ty + 16, ty + 24. The input rows
+ * the tile's vertical filters read are resized horizontally RZ_CHUNK rows at a
+ * time into shared memory (the thread's column, 4 rows at once so that their
+ * loads overlap), then each thread adds those rows to its 4 pixels' vertical
+ * sums in tap order. The tile's filter starts and weights (up to RZ_MAX_TAPS
+ * taps an axis, else read from the tables) sit in shared memory, stored
+ * tap-major so that a warp's 32 columns (rows) hit 32 banks. Element type and
+ * channel count are compile-time (the per-sample channel switch is uniform
+ * per block). The sums are the CPU's, operation for operation.
+ */
+enum { RZ_W = 32, RZ_ROWS_PER_THREAD = 4, RZ_H = TILE_H * RZ_ROWS_PER_THREAD, RZ_CHUNK = 32, RZ_MAX_TAPS = 32 };
+
+struct rz_shared {
+  float t[4][RZ_CHUNK][RZ_W];
+  float wx[RZ_MAX_TAPS][RZ_W], wy[RZ_MAX_TAPS][RZ_H];
+  int xs[RZ_W], ys[RZ_H];
+  int range[2];
+};
+
+template <typename T, int C>
+__device__ __forceinline__ void resize_tile(const resample_sample *sp, rz_shared &sm) {
+  const int rw = sp->rw, rh = sp->rh, xtaps = sp->xtaps, ytaps = sp->ytaps;
+  const int X0 = blockIdx.x * RZ_W, Y0 = blockIdx.y * RZ_H;
+  const int tx = threadIdx.x, ty = threadIdx.y, tid = ty * RZ_W + tx;
+  const bool wx_shared = xtaps <= RZ_MAX_TAPS, wy_shared = ytaps <= RZ_MAX_TAPS;
+
+  /* The tile's tables; warp 0 also finds the input rows its rows read. */
+  for (int q = tid; q < RZ_W + RZ_H; q += THREADS) {
+    if (q < RZ_W) {
+      sm.xs[q] = sp->xs[min(X0 + q, rw - 1)];
+    } else {
+      sm.ys[q - RZ_W] = sp->ys[min(Y0 + q - RZ_W, rh - 1)];
+    }
+  }
+  if (wx_shared)
+    for (int q = tid; q < xtaps * RZ_W; q += THREADS) {
+      const int k = q / RZ_W, j = q % RZ_W;
+      sm.wx[k][j] = sp->xw[(size_t)min(X0 + j, rw - 1) * xtaps + k];
+    }
+  if (wy_shared)
+    for (int q = tid; q < ytaps * RZ_H; q += THREADS) {
+      const int k = q / RZ_H, j = q % RZ_H;
+      sm.wy[k][j] = sp->yw[(size_t)min(Y0 + j, rh - 1) * ytaps + k];
+    }
+  if (ty == 0) {
+    int lo = INT_MAX, hi = INT_MIN;
+    if (Y0 + tx < rh) {
+      lo = sp->ys[Y0 + tx];
+      hi = lo + ytaps;
+    }
+    for (int s = 16; s > 0; s >>= 1) {
+      lo = min(lo, __shfl_xor_sync(0xffffffffu, lo, s));
+      hi = max(hi, __shfl_xor_sync(0xffffffffu, hi, s));
+    }
+    if (tx == 0) {
+      sm.range[0] = lo;
+      sm.range[1] = hi;
+    }
+  }
+  __syncthreads();
+  const int row_lo = sm.range[0], row_hi = sm.range[1];
+
+  const int x = X0 + tx, xc = min(x, rw - 1); /* columns past the edge compute column rw - 1, unstored */
+  const int xs = sm.xs[tx];
+  const float *wxp = wx_shared ? &sm.wx[0][tx] : sp->xw + (size_t)xc * xtaps;
+  const int wx_step = wx_shared ? RZ_W : 1;
+  const T *in = (const T *)sp->in;
+  const size_t stride = (size_t)sp->in_stride;
+
+  bool up[C];
+  float acc[RZ_ROWS_PER_THREAD][C];
+#pragma unroll
+  for (int c = 0; c < C; c++) up[c] = sizeof(T) == 1 && xc * C + c >= sp->round_split;
+#pragma unroll
+  for (int i = 0; i < RZ_ROWS_PER_THREAD; i++)
+#pragma unroll
+    for (int c = 0; c < C; c++) acc[i][c] = up[c] ? 0.5f : 0.0f;
+
+  for (int c0 = row_lo; c0 < row_hi; c0 += RZ_CHUNK) {
+    const int nrows = min(RZ_CHUNK, row_hi - c0);
+    /* Horizontal: rows c0 + ty + 8 i of column x (a warp's rows are one row:
+     * the row guard is uniform per warp). */
+    {
+      float a[RZ_ROWS_PER_THREAD][C];
+      const T *src[RZ_ROWS_PER_THREAD];
+#pragma unroll
+      for (int i = 0; i < RZ_ROWS_PER_THREAD; i++) {
+        src[i] = in + (size_t)(c0 + min(ty + TILE_H * i, nrows - 1)) * stride + (size_t)xs * C;
+#pragma unroll
+        for (int c = 0; c < C; c++) a[i][c] = 0.0f;
+      }
+      const int live = (nrows - ty + TILE_H - 1) / TILE_H; /* rows of this warp in the chunk */
+#pragma unroll 2
+      for (int k = 0; k < xtaps; k++) {
+        const float wk = wxp[k * wx_step];
+#pragma unroll
+        for (int i = 0; i < RZ_ROWS_PER_THREAD; i++)
+          if (i < live)
+#pragma unroll
+            for (int c = 0; c < C; c++)
+              a[i][c] = __fadd_rn(a[i][c], __fmul_rn(wk, (float)__ldg(src[i] + (size_t)k * C + c)));
+      }
+#pragma unroll
+      for (int i = 0; i < RZ_ROWS_PER_THREAD; i++)
+        if (i < live)
+#pragma unroll
+          for (int c = 0; c < C; c++) sm.t[c][ty + TILE_H * i][tx] = a[i][c];
+    }
+    __syncthreads();
+    /* Vertical: each of the thread's rows adds its taps whose rows are in the chunk, in order. */
+#pragma unroll
+    for (int i = 0; i < RZ_ROWS_PER_THREAD; i++) {
+      const int ry = ty + TILE_H * i, ys = sm.ys[ry];
+      const int k_lo = max(0, c0 - ys), k_hi = min(ytaps, c0 + nrows - ys);
+      const float *wyp = wy_shared ? &sm.wy[0][ry] : sp->yw + (size_t)min(Y0 + ry, rh - 1) * ytaps;
+      const int wy_step = wy_shared ? RZ_H : 1;
+      for (int k = k_lo; k < k_hi; k++) {
+        const float wk = wyp[k * wy_step];
+        const int r = ys + k - c0;
+#pragma unroll
+        for (int c = 0; c < C; c++) acc[i][c] = __fadd_rn(acc[i][c], __fmul_rn(wk, sm.t[c][r][tx]));
+      }
+    }
+    __syncthreads();
+  }
+
+  if (x >= rw) return;
+#pragma unroll
+  for (int i = 0; i < RZ_ROWS_PER_THREAD; i++) {
+    const int y = Y0 + ty + TILE_H * i;
+    if (y >= rh) break;
+    T *o = (T *)sp->out + ((size_t)y * rw + x) * C;
+#pragma unroll
+    for (int c = 0; c < C; c++) {
+      if (sizeof(T) == 1)
+        ((uint8_t *)o)[c] = up[c] ? ladle__f32_to_u8_trunc(acc[i][c]) : ladle__f32_to_u8(acc[i][c]);
+      else
+        ((float *)o)[c] = acc[i][c];
+    }
+  }
+}
+
+/* CC: the channel count of every sample, or 0 for a batch that mixes them
+ * (then switched per block, with the register budget of the widest). */
+template <typename T, int CC>
+__global__ void __launch_bounds__(THREADS) resize_kernel(const resample_sample *__restrict__ samples) {
+  __shared__ rz_shared sm;
+  const resample_sample *sp = samples + blockIdx.z;
+  if ((int)blockIdx.x * RZ_W >= sp->rw || (int)blockIdx.y * RZ_H >= sp->rh) return; /* the whole block */
+  switch (CC ? CC : sp->channels) {
+    case 1: resize_tile<T, 1>(sp, sm); break;
+    case 2: resize_tile<T, 2>(sp, sm); break;
+    case 3: resize_tile<T, 3>(sp, sm); break;
+    default: resize_tile<T, 4>(sp, sm); break;
+  }
+}
+
+typedef void (*resize_fn)(const resample_sample *);
+const resize_fn resize_kernels[2][5] = {
+    {resize_kernel<uint8_t, 0>, resize_kernel<uint8_t, 1>, resize_kernel<uint8_t, 2>, resize_kernel<uint8_t, 3>,
+     resize_kernel<uint8_t, 4>},
+    {resize_kernel<float, 0>, resize_kernel<float, 1>, resize_kernel<float, 2>, resize_kernel<float, 3>,
+     resize_kernel<float, 4>}};
+
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* Bytes of the tables of one sample. */
@@ -299,17 +466,26 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       o->yw = (const float *)(dbase + off);
       off += align16(nyw);
     }
-    if ((max_h + TILE_H - 1) / TILE_H > 65535) {
+    if ((max_h + TILE_H - 1) / TILE_H > 65535 || (max_w + TILE_W - 1) / TILE_W > 65535) {
       st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "an output of %d rows is too tall", max_h);
       goto done;
     }
     LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, off, cudaMemcpyHostToDevice, s));
     (void)cudaGetLastError(); /* a stale error from elsewhere must not be blamed on the launch */
-    dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)((max_h + TILE_H - 1) / TILE_H), (unsigned)n);
     dim3 block(TILE_W, TILE_H);
-    resample_kernel<<<grid, block, 0, s>>>((const resample_sample *)dev_params, in_type == LADLE_FLOAT32,
-                                           cmn ? MODE_CMN : MODE_RESIZE, (int)out_type, chw, pad);
-    LADLE_CUDA_CHECK_LAUNCH(resample_kernel);
+    if (cmn) {
+      dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)((max_h + TILE_H - 1) / TILE_H), (unsigned)n);
+      resample_kernel<<<grid, block, 0, s>>>((const resample_sample *)dev_params, 0, MODE_CMN, (int)out_type, chw,
+                                             pad);
+      LADLE_CUDA_CHECK_LAUNCH(resample_kernel);
+    } else {
+      dim3 grid((unsigned)((max_w + RZ_W - 1) / RZ_W), (unsigned)((max_h + RZ_H - 1) / RZ_H), (unsigned)n);
+      int channels = d[0].channels;
+      for (int i = 1; i < n; i++)
+        if (d[i].channels != channels) channels = 0;
+      resize_kernels[in_type == LADLE_FLOAT32][channels]<<<grid, block, 0, s>>>((const resample_sample *)dev_params);
+      LADLE_CUDA_CHECK_LAUNCH(resize_kernel);
+    }
   }
 done:
   return st;

@@ -221,10 +221,13 @@ size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n);
  * so the output is bit-identical to the CPU reference's (the test asserts
  * exact equality for both types).
  *
- * How: one kernel; a block computes a 32 x 8 tile of one sample's output. It
- * runs the horizontal pass for the input rows the tile needs (32 rows at a
- * time) into shared memory, then each thread adds those rows' contributions to
- * its pixel's vertical sum, in tap order. No device scratch is needed.
+ * How: one kernel, instantiated per element type and channel count; a block
+ * computes a 32 x 32 tile of one sample's output (a thread: one column, 4
+ * rows). It runs the horizontal pass for the input rows the tile needs (32
+ * rows at a time) into shared memory, then each thread adds those rows'
+ * contributions to its pixels' vertical sums, in tap order; the tile's filter
+ * weights (up to 32 taps an axis) are read from shared memory. No device
+ * scratch is needed. (ladle__gpu_fused keeps its own 32 x 8 tile kernel.)
  * Cost note: every input row between the tile's first and last filter tap is
  * filtered horizontally, also rows no output reads (NN or non-antialiased
  * downscales by large factors skip rows): correct, but slower there.

@@ -1,6 +1,7 @@
 /* warp_affine/rotate and paste on the GPU: one launch per batch, one thread
- * per output pixel (paste: per output byte), the CPU kernel's per-pixel rule
- * (warp_sample.h) with every float operation rounded on its own. */
+ * per output pixel (paste: per 16 output bytes), the CPU kernel's per-pixel
+ * rule (warp_sample.h) with every float operation rounded on its own; the
+ * kernels are instantiated per element type pair and channel count. */
 /* A .cu file is only built with CUDA; the C headers it shares look for this. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
@@ -19,7 +20,7 @@ extern "C" {
 
 namespace {
 
-enum { TILE_W = 32, TILE_H = 8 };
+enum { TILE_W = 32, TILE_H = 8, WARP_ROWS = 2 };
 
 size_t param_bytes_of(int n, size_t each) { return ((size_t)(n > 0 ? n : 0) * each + 15) & ~(size_t)15; }
 
@@ -32,20 +33,145 @@ ladle_status check_launch(int n, const void *d, void *host, void *dev, size_t by
   return LADLE_OK;
 }
 
-/* grid (tiles x, tiles y, samples): a sample smaller than the grid skips the rest. */
-__global__ void warp_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
-  const ladle__gpu_warp_desc *q = d + blockIdx.z;
-  int x = blockIdx.x * TILE_W + threadIdx.x, y = blockIdx.y * TILE_H + threadIdx.y;
-  for (; y < q->p.out_h; y += gridDim.y * TILE_H)
-    if (x < q->p.out_w) warp_pixel(q->out, q->in, &q->p, x, y);
+/* 2 * C (<= 8) consecutive bytes from p, as two words (byte k of the run is
+ * byte k % 4 of word k / 4): aligned 4-byte loads, only of words that hold a
+ * byte of the run, then funnel shifts. */
+__device__ __forceinline__ uint2 load_u8_run(const uint8_t *p, int n) {
+  const uintptr_t a = (uintptr_t)p;
+  const unsigned *w = (const unsigned *)(a & ~(uintptr_t)3);
+  const int off = (int)(a & 3);
+  const unsigned w0 = __ldg(w), w1 = off + n > 4 ? __ldg(w + 1) : 0u, w2 = off + n > 8 ? __ldg(w + 2) : 0u;
+  return make_uint2(__funnelshift_r(w0, w1, off * 8), __funnelshift_r(w1, w2, off * 8));
 }
 
-__global__ void paste_kernel(const ladle__gpu_paste_desc *__restrict__ d) {
-  const ladle__gpu_paste_desc *q = d + blockIdx.z;
-  const int row = q->p.out_w * q->p.channels;
-  for (int y = blockIdx.y; y < q->p.out_h; y += gridDim.y)
-    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < row; i += gridDim.x * blockDim.x)
-      q->out[(size_t)y * (size_t)row + (size_t)i] = paste_elem(q->in, &q->p, y, i);
+__device__ __forceinline__ float run_byte(uint2 v, int k) {
+  return (float)((k < 4 ? v.x >> (8 * k) : v.y >> (8 * (k - 4))) & 255u);
+}
+
+/* Output pixel (x, y) of one sample: element types IN/OUT and (when not 0)
+ * the channel count C fixed at compile time, so that warp_sample.h's switches
+ * fold away. uint8 LINEAR pixels whose four taps are inside read each tap
+ * row's 2 * C bytes with word loads; every other pixel takes warp_pixel_of. */
+template <int IN, int OUT, int C>
+__device__ __forceinline__ void warp_at(const ladle__gpu_warp_desc *q, int x, int y) {
+  const ladle__warp_params *p = &q->p;
+  const int linear = p->linear;
+  if (IN == LADLE__WARP_U8 && C && linear) {
+    float sx, sy, px, qx, qy;
+    int x0, y0;
+    warp_source(p->m, x, y, &sx, &sy);
+    warp_linear_setup(sx, sy, &x0, &y0, &px, &qx, &qy);
+    const int in_w = p->in_w;
+    if (x0 >= 0 && y0 >= 0 && x0 < in_w - 1 && y0 < p->in_h - 1) {
+      const uint8_t *src = (const uint8_t *)q->in + ((size_t)y0 * (size_t)in_w + (size_t)x0) * C;
+      const uint2 r0 = load_u8_run(src, 2 * C), r1 = load_u8_run(src + (size_t)in_w * C, 2 * C);
+      const size_t o = ((size_t)y * (size_t)p->out_w + (size_t)x) * C;
+#pragma unroll
+      for (int c = 0; c < C; c++)
+        warp_store(q->out, o + c, OUT,
+                   warp_blend(run_byte(r0, c), run_byte(r0, C + c), run_byte(r1, c), run_byte(r1, C + c), px, qx, qy));
+      return;
+    }
+  }
+  warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C ? C : p->channels);
+}
+
+/* The rows y0, y0 + step, ... of column x. */
+template <int IN, int OUT, int C>
+__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int y0, int step) {
+  for (int y = y0; y < q->p.out_h; y += step) warp_at<IN, OUT, C>(q, x, y);
+}
+
+/* grid (tiles x, tiles y, samples), block TILE_W x TILE_H, one thread per
+ * output pixel of WARP_ROWS rows (or more where the grid is capped); the
+ * sample's parameters are copied to registers once. A sample smaller than
+ * the grid skips the rest. */
+template <int IN, int OUT>
+__global__ void __launch_bounds__(TILE_W *TILE_H) warp_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
+  const ladle__gpu_warp_desc q = d[blockIdx.z];
+  const int x = blockIdx.x * TILE_W + threadIdx.x;
+  if (x >= q.p.out_w) return;
+  const int y0 = blockIdx.y * TILE_H + threadIdx.y, step = gridDim.y * TILE_H;
+  switch (q.p.channels) {
+    case 3: warp_rows<IN, OUT, 3>(&q, x, y0, step); break;
+    case 1: warp_rows<IN, OUT, 1>(&q, x, y0, step); break;
+    case 4: warp_rows<IN, OUT, 4>(&q, x, y0, step); break;
+    default: warp_rows<IN, OUT, 0>(&q, x, y0, step); break;
+  }
+}
+
+/* A batch whose samples differ in element types (not from an operator, whose
+ * types are the node's): everything read per pixel. */
+__global__ void __launch_bounds__(TILE_W *TILE_H) warp_mixed_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
+  const ladle__gpu_warp_desc *q = d + blockIdx.z;
+  const int x = blockIdx.x * TILE_W + threadIdx.x;
+  if (x >= q->p.out_w) return;
+  for (int y = blockIdx.y * TILE_H + threadIdx.y; y < q->p.out_h; y += gridDim.y * TILE_H)
+    warp_pixel(q->out, q->in, &q->p, x, y);
+}
+
+typedef void (*warp_fn)(const ladle__gpu_warp_desc *);
+
+#define WARP_ROW(i) {warp_kernel<i, 0>, warp_kernel<i, 1>, warp_kernel<i, 2>, warp_kernel<i, 3>}
+const warp_fn warp_kernels[4][4] = {WARP_ROW(0), WARP_ROW(1), WARP_ROW(2), WARP_ROW(3)};
+#undef WARP_ROW
+
+enum { PASTE_THREADS = 256, PASTE_CHUNK = 16 };
+
+/*
+ * paste: grid (chunks, samples). A thread writes 16 bytes of the canvas at a
+ * time, the canvas seen as one byte string from the 16-byte boundary at or
+ * before its start (partial chunks at both ends byte by byte): each byte is
+ * the image's (its row and column inside the pasted window) or fill[c].
+ * Fill bytes read nothing. One 32-bit division per chunk (64-bit for a canvas
+ * of 4 GiB or more); the bytes of a chunk follow with running counters.
+ */
+template <typename Index>
+__global__ void __launch_bounds__(PASTE_THREADS) paste_kernel(const ladle__gpu_paste_desc *__restrict__ d) {
+  const ladle__gpu_paste_desc *q = d + blockIdx.y;
+  const int C = q->p.channels, in_h = q->p.in_h, y0 = q->p.y0;
+  const Index row = (Index)q->p.out_w * (Index)C, total = row * (Index)q->p.out_h;
+  const Index xlo = (Index)q->p.x0 * (Index)C, xhi = xlo + (Index)q->p.in_w * (Index)C, in_row = xhi - xlo;
+  uint8_t *out = q->out;
+  const uint8_t *in = q->in;
+  const int head = (int)((uintptr_t)out & (PASTE_CHUNK - 1));
+  const Index chunks = (total + (Index)head + PASTE_CHUNK - 1) / PASTE_CHUNK;
+  const unsigned fillw = (unsigned)q->p.fill[0] | (unsigned)q->p.fill[1] << 8 | (unsigned)q->p.fill[2] << 16 |
+                         (unsigned)q->p.fill[3] << 24;
+  for (Index k = (Index)blockIdx.x * PASTE_THREADS + threadIdx.x; k < chunks; k += (Index)gridDim.x * PASTE_THREADS) {
+    /* bytes [f, f + 16) of the canvas, those inside [0, total) written */
+    const long long f = (long long)k * PASTE_CHUNK - head;
+    const int skip = f < 0 ? (int)-f : 0; /* the first chunk's bytes before the canvas */
+    const Index first = (Index)(f + skip);
+    Index y = first / row, xc = first - y * row;
+    int c = (int)(xc % (Index)C), iy = (int)y - y0;
+    bool row_in = iy >= 0 && iy < in_h;
+    const uint8_t *src = in + (size_t)(row_in ? iy : 0) * (size_t)in_row - (size_t)xlo;
+    unsigned word[4] = {0u, 0u, 0u, 0u};
+#pragma unroll
+    for (int b = 0; b < PASTE_CHUNK; b++) {
+      if (b < skip) continue;
+      unsigned v = (fillw >> (8 * c)) & 255u;
+      if (row_in && xc >= xlo && xc < xhi) v = __ldg(src + xc);
+      word[b / 4] |= v << (8 * (b % 4));
+      if (++c == C) c = 0;
+      if (++xc == row) {
+        xc = 0;
+        c = 0;
+        iy++;
+        row_in = iy >= 0 && iy < in_h;
+        src = in + (size_t)(row_in ? iy : 0) * (size_t)in_row - (size_t)xlo;
+      }
+    }
+    if (f >= 0 && (Index)f + PASTE_CHUNK <= total) {
+      *(uint4 *)(out + f) = make_uint4(word[0], word[1], word[2], word[3]);
+    } else {
+      for (int b = 0; b < PASTE_CHUNK; b++) {
+        const long long e = f + b;
+        if (e >= 0 && e < (long long)total) out[e] = (uint8_t)(word[b / 4] >> (8 * (b % 4)));
+      }
+    }
+  }
 }
 
 }  // namespace
@@ -56,7 +182,7 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
                                                void *dev_params, size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  int max_w = 1, max_h = 1;
+  int max_w = 1, max_h = 1, mixed = 0;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_launch(n, d, host_params, dev_params, param_bytes, ladle__gpu_warp_param_bytes(n), __func__));
   for (int i = 0; i < n; i++) {
@@ -65,6 +191,9 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
                     p->out_h >= 1,
                 LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad parameters (image %dx%d, output %dx%d, %d channels)", i,
                 p->in_w, p->in_h, p->out_w, p->out_h, p->channels);
+    LADLE_CHECK(p->in_type >= 0 && p->in_type <= 3 && p->out_type >= 0 && p->out_type <= 3,
+                LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad element types (%d, %d)", i, p->in_type, p->out_type);
+    if (p->in_type != d[0].p.in_type || p->out_type != d[0].p.out_type) mixed = 1;
     if (p->out_w > max_w) max_w = p->out_w;
     if (p->out_h > max_h) max_h = p->out_h;
   }
@@ -72,9 +201,10 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
   {
-    int tiles_y = (max_h + TILE_H - 1) / TILE_H;
+    int tiles_y = (max_h + TILE_H * WARP_ROWS - 1) / (TILE_H * WARP_ROWS);
     dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)(tiles_y < 65535 ? tiles_y : 65535), (unsigned)n);
-    warp_kernel<<<grid, dim3(TILE_W, TILE_H), 0, s>>>((const ladle__gpu_warp_desc *)dev_params);
+    const warp_fn kernel = mixed ? warp_mixed_kernel : warp_kernels[d[0].p.in_type][d[0].p.out_type];
+    kernel<<<grid, dim3(TILE_W, TILE_H), 0, s>>>((const ladle__gpu_warp_desc *)dev_params);
   }
   LADLE_CUDA_CHECK_LAUNCH(warp_kernel);
 done:
@@ -87,8 +217,8 @@ extern "C" ladle_status ladle__gpu_paste(const ladle__gpu_paste_desc *d, int n, 
                                          size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  long long max_row = 1;
-  int max_h = 1;
+  unsigned long long max_bytes = 1;
+  int wide = 0;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_launch(n, d, host_params, dev_params, param_bytes, ladle__gpu_paste_param_bytes(n), __func__));
   for (int i = 0; i < n; i++) {
@@ -97,16 +227,21 @@ extern "C" ladle_status ladle__gpu_paste(const ladle__gpu_paste_desc *d, int n, 
                     p->x0 >= 0 && p->y0 >= 0 && p->x0 + p->in_w <= p->out_w && p->y0 + p->in_h <= p->out_h,
                 LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad parameters (image %dx%d at (%d, %d) on %dx%d)", i,
                 p->in_w, p->in_h, p->x0, p->y0, p->out_w, p->out_h);
-    if ((long long)p->out_w * p->channels > max_row) max_row = (long long)p->out_w * p->channels;
-    if (p->out_h > max_h) max_h = p->out_h;
+    const unsigned long long bytes = (unsigned long long)p->out_w * p->channels * p->out_h;
+    if (bytes > max_bytes) max_bytes = bytes;
+    if (bytes + PASTE_CHUNK >= 0xffffffffull) wide = 1;
   }
   memcpy(host_params, d, (size_t)n * sizeof *d);
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
   {
-    long long bx = (max_row + 255) / 256;
-    dim3 grid((unsigned)(bx < 64 ? bx : 64), (unsigned)(max_h < 65535 ? max_h : 65535), (unsigned)n);
-    paste_kernel<<<grid, 256, 0, s>>>((const ladle__gpu_paste_desc *)dev_params);
+    const unsigned long long per_block = (unsigned long long)PASTE_THREADS * PASTE_CHUNK;
+    const unsigned long long bx = (max_bytes + PASTE_CHUNK + per_block - 1) / per_block;
+    dim3 grid((unsigned)(bx < 4096 ? bx : 4096), (unsigned)n);
+    if (wide)
+      paste_kernel<unsigned long long><<<grid, PASTE_THREADS, 0, s>>>((const ladle__gpu_paste_desc *)dev_params);
+    else
+      paste_kernel<unsigned><<<grid, PASTE_THREADS, 0, s>>>((const ladle__gpu_paste_desc *)dev_params);
   }
   LADLE_CUDA_CHECK_LAUNCH(paste_kernel);
 done:

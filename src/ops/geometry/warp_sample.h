@@ -63,58 +63,87 @@ WARP_FN void warp_store(void *out, size_t i, int type, float v) {
 }
 
 /* One input tap of channel c: the pixel, the clamped border, or the fill. */
-WARP_FN float warp_tap(const void *in, const ladle__warp_params *p, int x, int y, int c) {
+WARP_FN float warp_tap(const void *in, const ladle__warp_params *p, int x, int y, int c, int in_type,
+                       int use_fill) {
   if (x < 0 || y < 0 || x >= p->in_w || y >= p->in_h) {
-    if (p->use_fill) return p->fill_in;
+    if (use_fill) return p->fill_in;
     x = x < 0 ? 0 : x >= p->in_w ? p->in_w - 1 : x;
     y = y < 0 ? 0 : y >= p->in_h ? p->in_h - 1 : y;
   }
-  return warp_load(in, ((size_t)y * (size_t)p->in_w + (size_t)x) * (size_t)p->channels + (size_t)c, p->in_type);
+  return warp_load(in, ((size_t)y * (size_t)p->in_w + (size_t)x) * (size_t)p->channels + (size_t)c, in_type);
 }
 
-/* Output pixel (x, y), all channels. */
-WARP_FN void warp_pixel(void *out, const void *in, const ladle__warp_params *p, int x, int y) {
-  const float *m = p->m;
+/* The source position of output pixel (x, y). */
+WARP_FN void warp_source(const float *m, int x, int y, float *sx, float *sy) {
   float fx = (float)x + 0.5f, fy = (float)y + 0.5f;
-  float sx = WARP_ADD(WARP_ADD(WARP_MUL(m[0], fx), WARP_MUL(m[1], fy)), m[2]);
-  float sy = WARP_ADD(WARP_ADD(WARP_MUL(m[3], fx), WARP_MUL(m[4], fy)), m[5]);
-  int C = p->channels;
+  *sx = WARP_ADD(WARP_ADD(WARP_MUL(m[0], fx), WARP_MUL(m[1], fy)), m[2]);
+  *sy = WARP_ADD(WARP_ADD(WARP_MUL(m[3], fx), WARP_MUL(m[4], fy)), m[5]);
+}
+
+/* LINEAR: the top-left tap (x0, y0) of source position (sx, sy) and the weights. */
+WARP_FN void warp_linear_setup(float sx, float sy, int *x0, int *y0, float *px, float *qx, float *qy) {
+  sx = WARP_SUB(sx, 0.5f);
+  sy = WARP_SUB(sy, 0.5f);
+  *x0 = warp_floor(sx);
+  *y0 = warp_floor(sy);
+  *qx = WARP_SUB(sx, (float)*x0);
+  *qy = WARP_SUB(sy, (float)*y0);
+  *px = WARP_SUB(1.0f, *qx);
+}
+
+/* DALI's bilinear blend of the four taps. */
+WARP_FN float warp_blend(float s00, float s01, float s10, float s11, float px, float qx, float qy) {
+  float s0 = WARP_ADD(WARP_MUL(s00, px), WARP_MUL(s01, qx));
+  float s1 = WARP_ADD(WARP_MUL(s10, px), WARP_MUL(s11, qx));
+  return WARP_ADD(s0, WARP_MUL(WARP_SUB(s1, s0), qy));
+}
+
+/* Output pixel (x, y), all channels, with the parameters that select the code
+ * path passed on their own (a GPU kernel passes compile-time constants). */
+WARP_FN void warp_pixel_of(void *out, const void *in, const ladle__warp_params *p, int x, int y, int in_type,
+                           int out_type, int linear, int use_fill, int C) {
+  float sx, sy;
+  warp_source(p->m, x, y, &sx, &sy);
   size_t o = ((size_t)y * (size_t)p->out_w + (size_t)x) * (size_t)C;
-  if (!p->linear) {
+  if (!linear) {
     int xi = warp_floor(sx), yi = warp_floor(sy);
     int outside = xi < 0 || yi < 0 || xi >= p->in_w || yi >= p->in_h;
-    if (p->in_type == p->out_type && !(outside && p->use_fill)) { /* the element itself */
+    if (in_type == out_type && !(outside && use_fill)) { /* the element itself */
       xi = xi < 0 ? 0 : xi >= p->in_w ? p->in_w - 1 : xi;
       yi = yi < 0 ? 0 : yi >= p->in_h ? p->in_h - 1 : yi;
-      int es = warp_elem_size(p->in_type);
+      int es = warp_elem_size(in_type);
       const uint8_t *src = (const uint8_t *)in + ((size_t)yi * (size_t)p->in_w + (size_t)xi) * (size_t)C * (size_t)es;
       uint8_t *dst = (uint8_t *)out + o * (size_t)es;
       for (int b = 0; b < C * es; b++) dst[b] = src[b];
       return;
     }
     for (int c = 0; c < C; c++)
-      warp_store(out, o + (size_t)c, p->out_type, outside && p->use_fill ? p->fill_out : warp_tap(in, p, xi, yi, c));
+      warp_store(out, o + (size_t)c, out_type, outside && use_fill ? p->fill_out : warp_tap(in, p, xi, yi, c, in_type, use_fill));
     return;
   }
-  sx = WARP_SUB(sx, 0.5f);
-  sy = WARP_SUB(sy, 0.5f);
-  int x0 = warp_floor(sx), y0 = warp_floor(sy);
-  float qx = WARP_SUB(sx, (float)x0), qy = WARP_SUB(sy, (float)y0);
-  float px = WARP_SUB(1.0f, qx);
+  int x0, y0;
+  float px, qx, qy;
+  warp_linear_setup(sx, sy, &x0, &y0, &px, &qx, &qy);
+  if (x0 >= 0 && y0 >= 0 && x0 < p->in_w - 1 && y0 < p->in_h - 1) { /* all four taps inside */
+    size_t i0 = ((size_t)y0 * (size_t)p->in_w + (size_t)x0) * (size_t)C, i1 = i0 + (size_t)p->in_w * (size_t)C;
+    for (int c = 0; c < C; c++)
+      warp_store(out, o + (size_t)c, out_type,
+                 warp_blend(warp_load(in, i0 + (size_t)c, in_type), warp_load(in, i0 + (size_t)(C + c), in_type),
+                            warp_load(in, i1 + (size_t)c, in_type), warp_load(in, i1 + (size_t)(C + c), in_type), px,
+                            qx, qy));
+    return;
+  }
   for (int c = 0; c < C; c++) {
-    float s00 = warp_tap(in, p, x0, y0, c), s01 = warp_tap(in, p, x0 + 1, y0, c);
-    float s10 = warp_tap(in, p, x0, y0 + 1, c), s11 = warp_tap(in, p, x0 + 1, y0 + 1, c);
-    float s0 = WARP_ADD(WARP_MUL(s00, px), WARP_MUL(s01, qx));
-    float s1 = WARP_ADD(WARP_MUL(s10, px), WARP_MUL(s11, qx));
-    warp_store(out, o + (size_t)c, p->out_type, WARP_ADD(s0, WARP_MUL(WARP_SUB(s1, s0), qy)));
+    float s00 = warp_tap(in, p, x0, y0, c, in_type, use_fill), s01 = warp_tap(in, p, x0 + 1, y0, c, in_type, use_fill);
+    float s10 = warp_tap(in, p, x0, y0 + 1, c, in_type, use_fill);
+    float s11 = warp_tap(in, p, x0 + 1, y0 + 1, c, in_type, use_fill);
+    warp_store(out, o + (size_t)c, out_type, warp_blend(s00, s01, s10, s11, px, qx, qy));
   }
 }
 
-/* Paste: output element i of a row of the canvas. */
-WARP_FN uint8_t paste_elem(const uint8_t *in, const ladle__paste_params *p, int y, int xc) {
-  int C = p->channels, iy = y - p->y0, ix = xc / C - p->x0;
-  if (iy < 0 || iy >= p->in_h || ix < 0 || ix >= p->in_w) return p->fill[xc % C];
-  return in[((size_t)iy * (size_t)p->in_w + (size_t)ix) * (size_t)C + (size_t)(xc % C)];
+/* Output pixel (x, y), all channels. */
+WARP_FN void warp_pixel(void *out, const void *in, const ladle__warp_params *p, int x, int y) {
+  warp_pixel_of(out, in, p, x, y, p->in_type, p->out_type, p->linear, p->use_fill, p->channels);
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* The CUDA kernels of warp_affine/rotate and paste against their CPU
  * references (ops/geometry/warp_kernel.h) on random images, matrices, sizes,
- * element types, filters and borders: bit-identical (both evaluate
+ * element types (shared by the batch, or mixed), channel counts, filters,
+ * borders, 1-pixel images and outputs, and (paste) unaligned canvases: bit-identical (both evaluate
  * warp_sample.h's float operations in the same order, each rounded on its
  * own). Exits 77 (ctest's SKIP) without CUDA or a device. */
 #include <stdint.h>
@@ -18,6 +19,7 @@ int main(void) {
 #else
 
 #include <math.h>
+#include <time.h>
 
 #include <cuda_runtime_api.h>
 
@@ -66,64 +68,90 @@ static int sample_compare(gpu_sample *g) {
   return memcmp(g->out_cpu, g->out_gpu, g->out_bytes) == 0;
 }
 
-static void test_warp(void) {
-  for (int round = 0; round < 40; round++) {
-    ladle__gpu_warp_desc d[BATCH];
-    gpu_sample g[BATCH];
-    int n = rnd_int(1, BATCH);
-    for (int i = 0; i < n; i++) {
-      ladle__warp_params p;
-      memset(&p, 0, sizeof p);
-      p.in_h = rnd_int(1, 70), p.in_w = rnd_int(1, 70), p.channels = rnd_int(1, 4);
-      p.out_h = rnd_int(1, 90), p.out_w = rnd_int(1, 90);
-      p.in_type = rnd_int(0, 3), p.out_type = rnd_int(0, 3), p.linear = rnd_int(0, 1), p.use_fill = rnd_int(0, 1);
-      double a = rnd_range(-M_PI, M_PI), s = rnd_range(0.3, 3);
-      p.m[0] = (float)(s * cos(a)), p.m[1] = (float)(-s * sin(a) + rnd_range(-0.5, 0.5));
-      p.m[3] = (float)(s * sin(a)), p.m[4] = (float)(s * cos(a));
-      p.m[2] = (float)rnd_range(-80, 80), p.m[5] = (float)rnd_range(-80, 80);
-      ladle__warp_fill(&p, rnd_range(-20, 300));
-      static const size_t elem[] = {1, 4, 4, 2}; /* LADLE__WARP_U8, F32, I32, I16 */
-      size_t in_elem = elem[p.in_type], out_elem = elem[p.out_type];
-      sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels * in_elem,
-                   (size_t)p.out_h * p.out_w * p.channels * out_elem);
-      if (p.in_type == LADLE__WARP_F32) { /* finite floats, not raw bytes */
-        float *f = g[i].in_host;
-        for (size_t k = 0; k < g[i].in_bytes / 4; k++) f[k] = (float)rnd_range(-50, 300);
-      }
-      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-      ladle__warp_affine(g[i].out_cpu, g[i].in_host, &p);
-      d[i] = (ladle__gpu_warp_desc){g[i].in_dev, g[i].out_dev, p};
+/* One round: n samples; types shared by the batch (as an operator's are) or,
+ * when `mixed`, drawn per sample (the launcher's generic kernel). */
+static void warp_round(int n, int mixed, int max_in, int max_out) {
+  ladle__gpu_warp_desc d[BATCH];
+  gpu_sample g[BATCH];
+  int in_type = rnd_int(0, 3), out_type = rnd_int(0, 3);
+  for (int i = 0; i < n; i++) {
+    ladle__warp_params p;
+    memset(&p, 0, sizeof p);
+    p.in_h = rnd_int(1, max_in), p.in_w = rnd_int(1, max_in), p.channels = rnd_int(1, 4);
+    p.out_h = rnd_int(1, max_out), p.out_w = rnd_int(1, max_out);
+    if (rnd_int(0, 5) == 0) p.in_h = p.in_w = 1;
+    if (rnd_int(0, 5) == 0) p.out_h = p.out_w = 1;
+    p.in_type = mixed ? rnd_int(0, 3) : in_type, p.out_type = mixed ? rnd_int(0, 3) : out_type;
+    p.linear = rnd_int(0, 1), p.use_fill = rnd_int(0, 1);
+    double a = rnd_range(-M_PI, M_PI), s = rnd_range(0.3, 3);
+    if (rnd_int(0, 3) == 0) a = 0, s = 1; /* integer or half-pixel shifts: taps exactly on pixels */
+    p.m[0] = (float)(s * cos(a)), p.m[1] = (float)(-s * sin(a) + rnd_range(-0.5, 0.5));
+    p.m[3] = (float)(s * sin(a)), p.m[4] = (float)(s * cos(a));
+    p.m[2] = (float)rnd_range(-80, 80), p.m[5] = (float)rnd_range(-80, 80);
+    if (a == 0) p.m[1] = 0, p.m[2] = (float)rnd_int(-3, 3) * 0.5f, p.m[5] = (float)rnd_int(-3, 3) * 0.5f;
+    ladle__warp_fill(&p, rnd_range(-20, 300));
+    static const size_t elem[] = {1, 4, 4, 2}; /* LADLE__WARP_U8, F32, I32, I16 */
+    size_t in_elem = elem[p.in_type], out_elem = elem[p.out_type];
+    sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels * in_elem,
+                 (size_t)p.out_h * p.out_w * p.channels * out_elem);
+    if (p.in_type == LADLE__WARP_F32) { /* finite floats, not raw bytes */
+      float *f = g[i].in_host;
+      for (size_t k = 0; k < g[i].in_bytes / 4; k++) f[k] = (float)rnd_range(-50, 300);
     }
-    CHECK(ladle__gpu_warp_param_bytes(n) <= PARAM_BYTES);
-    CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
-    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
-    for (int i = 0; i < n; i++) {
-      CHECK(sample_compare(&g[i]));
-      sample_free(&g[i]);
-    }
+    CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    ladle__warp_affine(g[i].out_cpu, g[i].in_host, &p);
+    d[i] = (ladle__gpu_warp_desc){g[i].in_dev, g[i].out_dev, p};
+  }
+  CHECK(ladle__gpu_warp_param_bytes(n) <= PARAM_BYTES);
+  CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+  for (int i = 0; i < n; i++) {
+    if (!sample_compare(&g[i]))
+      fprintf(stderr, "warp: sample %d differs (%dx%dx%d -> %dx%d, types %d -> %d, linear %d, fill %d)\n", i,
+              d[i].p.in_w, d[i].p.in_h, d[i].p.channels, d[i].p.out_w, d[i].p.out_h, d[i].p.in_type,
+              d[i].p.out_type, d[i].p.linear, d[i].p.use_fill);
+    CHECK(sample_compare(&g[i]));
+    sample_free(&g[i]);
   }
 }
 
+static void test_warp(void) {
+  for (int round = 0; round < 40; round++) warp_round(rnd_int(1, BATCH), round % 4 == 3, 70, 90);
+  for (int round = 0; round < 8; round++) warp_round(rnd_int(1, BATCH), 0, 400, 500); /* many tiles */
+}
+
+/* Canvases at every alignment (the device pointers offset by 0..15 bytes),
+ * 1x1 images and canvases, and canvases wider than the kernel's 16-byte chunks. */
 static void test_paste(void) {
-  for (int round = 0; round < 20; round++) {
+  for (int round = 0; round < 40; round++) {
     ladle__gpu_paste_desc d[BATCH];
     gpu_sample g[BATCH];
-    int n = rnd_int(1, BATCH);
+    int n = rnd_int(1, BATCH), big = round % 5 == 4;
     for (int i = 0; i < n; i++) {
       ladle__paste_params p;
       memset(&p, 0, sizeof p);
-      p.in_h = rnd_int(1, 60), p.in_w = rnd_int(1, 60), p.channels = rnd_int(1, 4);
-      p.out_h = p.in_h + rnd_int(0, 60), p.out_w = p.in_w + rnd_int(0, 60);
+      p.in_h = rnd_int(1, big ? 300 : 60), p.in_w = rnd_int(1, big ? 300 : 60), p.channels = rnd_int(1, 4);
+      if (rnd_int(0, 5) == 0) p.in_h = p.in_w = 1;
+      p.out_h = p.in_h + (rnd_int(0, 5) ? rnd_int(0, big ? 300 : 60) : 0);
+      p.out_w = p.in_w + (rnd_int(0, 5) ? rnd_int(0, big ? 300 : 60) : 0);
       p.x0 = rnd_int(0, p.out_w - p.in_w), p.y0 = rnd_int(0, p.out_h - p.in_h);
       for (int c = 0; c < 4; c++) p.fill[c] = (uint8_t)rnd_int(0, 255);
-      sample_alloc(&g[i], (size_t)p.in_h * p.in_w * p.channels, (size_t)p.out_h * p.out_w * p.channels);
+      size_t in_bytes = (size_t)p.in_h * p.in_w * p.channels, out_bytes = (size_t)p.out_h * p.out_w * p.channels;
+      int in_off = rnd_int(0, 15), out_off = rnd_int(0, 15);
+      sample_alloc(&g[i], in_bytes + (size_t)in_off, out_bytes + (size_t)out_off);
+      /* guard bytes: what the kernel must not write */
+      CHECK(cudaMemset(g[i].out_dev, 0xa5, g[i].out_bytes) == cudaSuccess);
+      memset(g[i].out_cpu, 0xa5, g[i].out_bytes);
       CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
-      ladle__paste(g[i].out_cpu, g[i].in_host, &p);
-      d[i] = (ladle__gpu_paste_desc){g[i].in_dev, g[i].out_dev, p};
+      ladle__paste((uint8_t *)g[i].out_cpu + out_off, (const uint8_t *)g[i].in_host + in_off, &p);
+      d[i] = (ladle__gpu_paste_desc){(const uint8_t *)g[i].in_dev + in_off, (uint8_t *)g[i].out_dev + out_off, p};
     }
     CHECK_OK(ladle__gpu_paste(d, n, host_params, dev_params, PARAM_BYTES, stream));
     CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
     for (int i = 0; i < n; i++) {
+      if (!sample_compare(&g[i]))
+        fprintf(stderr, "paste: sample %d differs (%dx%dx%d at (%d, %d) on %dx%d)\n", i, d[i].p.in_w, d[i].p.in_h,
+                d[i].p.channels, d[i].p.x0, d[i].p.y0, d[i].p.out_w, d[i].p.out_h);
       CHECK(sample_compare(&g[i]));
       sample_free(&g[i]);
     }
@@ -140,6 +168,100 @@ static void test_bad_arguments(void) {
   CHECK(ladle__gpu_paste(&q, 1, host_params, dev_params, 1, stream) == LADLE_ERROR_INVALID_ARGUMENT);
 }
 
+/* Not a check: times op_bench's rows (256 uint8 HWC images of about
+ * 463 x 403: rotate 17 degrees on the enlarged canvas, warp_affine by its
+ * matrix, both bilinear with fill 0; paste ratio 2 at the centre) and prints
+ * the stream time per batch (parameter upload and kernel) and the host call. */
+enum { TB = 256, ITERS = 10 };
+
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+typedef ladle_status (*launch_fn)(const void *d, void *host, void *dev, size_t bytes);
+
+static ladle_status launch_warp(const void *d, void *host, void *dev, size_t bytes) {
+  return ladle__gpu_warp_affine(d, TB, host, dev, bytes, stream);
+}
+
+static ladle_status launch_paste(const void *d, void *host, void *dev, size_t bytes) {
+  return ladle__gpu_paste(d, TB, host, dev, bytes, stream);
+}
+
+static void time_launch(const char *name, launch_fn launch, const void *d, size_t bytes) {
+  void *host[ITERS], *dev[ITERS];
+  for (int it = 0; it < ITERS; it++) {
+    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
+    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
+  }
+  CHECK_OK(launch(d, host[0], dev[0], bytes));
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double host_ms = 0;
+  cudaEventRecord(e0, (cudaStream_t)stream);
+  for (int it = 0; it < ITERS; it++) {
+    double t0 = now_ms();
+    CHECK_OK(launch(d, host[it], dev[it], bytes));
+    host_ms += now_ms() - t0;
+  }
+  cudaEventRecord(e1, (cudaStream_t)stream);
+  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  fprintf(stderr, "  time %-12s stream %.3f ms/batch, host call %.3f ms\n", name, ms / ITERS, host_ms / ITERS);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int it = 0; it < ITERS; it++) {
+    cudaFreeHost(host[it]);
+    cudaFree(dev[it]);
+  }
+}
+
+static void report_times(void) {
+  static ladle__gpu_warp_desc wd[TB];
+  static ladle__gpu_paste_desc pd[TB];
+  static void *din[TB], *dout[TB];
+  size_t max_bytes = 540 * 470 * 3;
+  uint8_t *buf = malloc(max_bytes);
+  for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
+  for (int i = 0; i < TB; i++) {
+    int w = rnd_int(386, 540), h = rnd_int(336, 470);
+    CHECK(cudaMalloc(&din[i], (size_t)w * h * 3) == cudaSuccess);
+    CHECK(cudaMalloc(&dout[i], (size_t)w * h * 3 * 4) == cudaSuccess); /* paste's canvas is the largest */
+    CHECK(cudaMemcpy(din[i], buf, (size_t)w * h * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+    ladle__warp_params p;
+    memset(&p, 0, sizeof p);
+    p.in_h = h, p.in_w = w, p.channels = 3, p.linear = 1, p.use_fill = 1;
+    ladle__warp_fill(&p, 0);
+    float a = 17.0f * (float)(M_PI / 180.0), c = cosf(a), sn = sinf(a);
+    p.out_w = (int)ceil(fabs(c) * w + fabs(sn) * h), p.out_h = (int)ceil(fabs(c) * h + fabs(sn) * w);
+    float ow = (float)p.out_w * 0.5f, oh = (float)p.out_h * 0.5f;
+    p.m[0] = c, p.m[1] = -sn, p.m[3] = sn, p.m[4] = c;
+    p.m[2] = (c * -ow + -sn * -oh) + (float)w * 0.5f;
+    p.m[5] = (sn * -ow + c * -oh) + (float)h * 0.5f;
+    wd[i] = (ladle__gpu_warp_desc){din[i], dout[i], p};
+    ladle__paste_params q = {h, w, 2 * h, 2 * w, 3, w / 2, h / 2, {0, 0, 0, 0}};
+    pd[i] = (ladle__gpu_paste_desc){din[i], dout[i], q};
+  }
+  free(buf);
+  time_launch("rotate", launch_warp, wd, ladle__gpu_warp_param_bytes(TB));
+  static const float m[6] = {0.9f, 0.1f, 10.0f, -0.1f, 0.9f, 20.0f};
+  for (int i = 0; i < TB; i++) {
+    wd[i].p.out_h = wd[i].p.in_h, wd[i].p.out_w = wd[i].p.in_w;
+    memcpy(wd[i].p.m, m, sizeof m);
+  }
+  time_launch("warp_affine", launch_warp, wd, ladle__gpu_warp_param_bytes(TB));
+  time_launch("paste", launch_paste, pd, ladle__gpu_paste_param_bytes(TB));
+  for (int i = 0; i < TB; i++) {
+    cudaFree(din[i]);
+    cudaFree(dout[i]);
+  }
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -153,6 +275,7 @@ int main(void) {
   RUN(test_warp);
   RUN(test_paste);
   RUN(test_bad_arguments);
+  RUN(report_times);
   cudaFreeHost(host_params);
   cudaFree(dev_params);
   ladle__cuda_stream_destroy(stream);

@@ -1,0 +1,290 @@
+/* The GPU resize kernel (ladle__gpu_resize) against the CPU reference
+ * (ladle__resize_u8/f32) on chosen shapes the random test of
+ * tests/c/test_gpu_kernels.c may miss: 1-pixel images and outputs, the
+ * benchmark's ImageNet-like downscales (every filter, antialiased or not),
+ * large upscales, filters longer than the kernel's shared-memory weight tables
+ * (more than 32 taps an axis), flipped and outside windows (DALI's planner),
+ * padded rows, 1 to 4 channels, uint8 and float32, and batches mixing all of
+ * them (blocks past a small sample's output skip it). Bit-identical. Exits 77
+ * (ctest's SKIP) without CUDA or a device. */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef LADLE_HAVE_CUDA
+
+
+int main(void) {
+  printf("skipped: built without CUDA\n");
+  return 77;
+}
+
+#else
+
+#include <math.h>
+#include <time.h>
+
+#include <cuda_runtime_api.h>
+
+#include "core/rng.h"
+#include "cuda/runtime.h"
+#include "ops/geometry/resize_kernel.h"
+#include "test.h"
+
+static ladle__rng rng;
+static void *stream;
+
+static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
+static double rnd_range(double lo, double hi) { return lo + (hi - lo) * ladle__rng_uniform(&rng); }
+
+/* One resize: input w x h x c (rows padded by `pad` elements), output ow x oh. */
+typedef struct rz_case {
+  int w, h, c, ow, oh;
+  ladle__interp interp;
+  int antialias, dali, flip, pad;
+} rz_case;
+
+typedef struct rz_sample {
+  rz_case k;
+  ladle__resize_axis ax, ay;
+  void *in, *ref, *got, *din, *dout;
+  size_t in_bytes, out_bytes;
+} rz_sample;
+
+static int make(rz_sample *s, const rz_case *k, int f32) {
+  memset(s, 0, sizeof *s);
+  s->k = *k;
+  size_t es = f32 ? 4 : 1, stride = (size_t)k->w * k->c + (size_t)k->pad;
+  s->in_bytes = stride * (size_t)k->h * es;
+  s->out_bytes = (size_t)k->ow * k->oh * k->c * es;
+  s->in = malloc(s->in_bytes);
+  s->ref = malloc(s->out_bytes);
+  s->got = malloc(s->out_bytes);
+  for (size_t i = 0; i < s->in_bytes / es; i++) {
+    if (f32)
+      ((float *)s->in)[i] = (float)rnd_range(-20, 300);
+    else
+      ((uint8_t *)s->in)[i] = (uint8_t)ladle__rng_u32(&rng);
+  }
+  ladle_status st;
+  if (k->dali) {
+    float lo[2] = {0, 0}, hi[2] = {(float)k->w, (float)k->h};
+    if (k->flip) lo[0] = (float)k->w, hi[0] = -0.5f, lo[1] = -3.25f, hi[1] = (float)k->h + 2.5f;
+    st = ladle__resize_plan_dali(&s->ax, &s->ay, k->w, k->h, lo, hi, k->ow, k->oh, k->interp, k->interp,
+                                 k->antialias);
+  } else {
+    double x0 = k->flip ? -0.3 * k->w : 0, y0 = k->flip ? 0.25 * k->h : 0;
+    st = ladle__resize_axis_plan(&s->ax, k->w, x0, k->w, k->ow, k->interp, k->antialias);
+    if (st == LADLE_OK) st = ladle__resize_axis_plan(&s->ay, k->h, y0, k->h * 0.9, k->oh, k->interp, k->antialias);
+  }
+  CHECK_OK(st);
+  if (st != LADLE_OK) return 0;
+  void *scratch = malloc(ladle__resize_scratch_size(&s->ax, &s->ay, k->h, k->c));
+  if (f32)
+    ladle__resize_f32(s->ref, s->in, k->h, (int)stride, k->c, &s->ax, &s->ay, scratch);
+  else
+    ladle__resize_u8(s->ref, s->in, k->h, (int)stride, k->c, &s->ax, &s->ay, scratch);
+  free(scratch);
+  CHECK(cudaMalloc(&s->din, s->in_bytes) == cudaSuccess);
+  CHECK(cudaMalloc(&s->dout, s->out_bytes) == cudaSuccess);
+  CHECK(cudaMemcpy(s->din, s->in, s->in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  return 1;
+}
+
+static void release(rz_sample *s) {
+  free(s->in);
+  free(s->ref);
+  free(s->got);
+  cudaFree(s->din);
+  cudaFree(s->dout);
+  ladle__resize_axis_free(&s->ax);
+  ladle__resize_axis_free(&s->ay);
+}
+
+/* Runs the cases as one batch and compares every sample. */
+static void run_batch(const rz_case *cases, int n, int f32) {
+  rz_sample *s = calloc((size_t)n, sizeof *s);
+  ladle__gpu_resize_desc *d = calloc((size_t)n, sizeof *d);
+  int ok = 1;
+  for (int i = 0; i < n && ok; i++) {
+    ok = make(&s[i], &cases[i], f32);
+    d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, cases[i].h, cases[i].w,
+                                    (int64_t)cases[i].w * cases[i].c + cases[i].pad, cases[i].c, &s[i].ax, &s[i].ay};
+  }
+  if (ok) {
+    size_t bytes = ladle__gpu_resize_param_bytes(d, n);
+    void *host = NULL, *dev = NULL;
+    CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess);
+    CHECK(cudaMalloc(&dev, bytes) == cudaSuccess);
+    CHECK_OK(ladle__gpu_resize(d, n, f32 ? LADLE_FLOAT32 : LADLE_UINT8, host, dev, bytes, stream));
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+    for (int i = 0; i < n; i++) {
+      CHECK(cudaMemcpy(s[i].got, s[i].dout, s[i].out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      int same = memcmp(s[i].got, s[i].ref, s[i].out_bytes) == 0;
+      if (!same)
+        fprintf(stderr, "resize %s: %dx%dx%d -> %dx%d interp %d aa %d dali %d flip %d (taps %d, %d) differs\n",
+                f32 ? "f32" : "u8", cases[i].w, cases[i].h, cases[i].c, cases[i].ow, cases[i].oh,
+                (int)cases[i].interp, cases[i].antialias, cases[i].dali, cases[i].flip, s[i].ax.taps, s[i].ay.taps);
+      CHECK(same);
+    }
+    cudaFreeHost(host);
+    cudaFree(dev);
+  }
+  for (int i = 0; i < n; i++) release(&s[i]);
+  free(s);
+  free(d);
+}
+
+static void test_chosen(void) {
+  static const rz_case cases[] = {
+      {1, 1, 3, 1, 1, LADLE__INTERP_LINEAR, 1, 0, 0, 0},
+      {1, 1, 1, 37, 5, LADLE__INTERP_CUBIC, 1, 0, 0, 1},
+      {5, 3, 4, 1, 1, LADLE__INTERP_LANCZOS3, 1, 1, 0, 0},
+      {463, 403, 3, 224, 224, LADLE__INTERP_LINEAR, 1, 1, 0, 0},
+      {463, 403, 3, 224, 224, LADLE__INTERP_CUBIC, 1, 1, 0, 0},
+      {463, 403, 3, 224, 224, LADLE__INTERP_NN, 0, 1, 0, 0},
+      {403, 463, 3, 256, 294, LADLE__INTERP_LINEAR, 1, 1, 0, 3},
+      {97, 61, 3, 194, 122, LADLE__INTERP_LINEAR, 1, 1, 0, 0},
+      {33, 29, 2, 301, 257, LADLE__INTERP_CUBIC, 0, 0, 1, 0},
+      {1000, 37, 3, 7, 300, LADLE__INTERP_LINEAR, 1, 0, 0, 0},   /* x: > 32 taps */
+      {3, 1000, 1, 8, 5, LADLE__INTERP_LANCZOS3, 1, 1, 0, 2},    /* y: > 32 taps */
+      {700, 700, 4, 9, 11, LADLE__INTERP_GAUSSIAN, 1, 1, 1, 0},  /* both, flipped */
+      {301, 199, 3, 150, 99, LADLE__INTERP_TRIANGULAR, 0, 1, 1, 1},
+      {64, 64, 3, 64, 64, LADLE__INTERP_LINEAR, 1, 1, 0, 0},     /* identity */
+  };
+  const int n = (int)(sizeof cases / sizeof cases[0]);
+  for (int f32 = 0; f32 <= 1; f32++) {
+    run_batch(cases, n, f32);
+    for (int i = 0; i < n; i++) run_batch(&cases[i], 1, f32);
+  }
+}
+
+/* Random batches of random cases, every channel count. */
+static void test_random(void) {
+  for (int round = 0; round < 12; round++) {
+    rz_case k[8];
+    int n = rnd_int(1, 8);
+    for (int i = 0; i < n; i++) {
+      int big = rnd_int(0, 3) == 0;
+      k[i] = (rz_case){rnd_int(1, big ? 600 : 80), rnd_int(1, big ? 600 : 80), rnd_int(1, 4),
+                       rnd_int(1, big ? 400 : 120), rnd_int(1, big ? 400 : 120), (ladle__interp)rnd_int(0, 5),
+                       rnd_int(0, 1), rnd_int(0, 1), rnd_int(0, 1), rnd_int(0, 3)};
+    }
+    run_batch(k, n, round % 2);
+  }
+}
+
+
+/* Not a check: times the launches of op_bench's resize rows (256 uint8 HWC
+ * images of about 463 x 403) and prints them, so that the kernel's own time
+ * (stream time: the parameter upload and the kernel) can be told from the
+ * operator's. Host time: the call itself (tables copied into the parameter
+ * buffer); planning: ladle__resize_plan_dali for the batch (the operator's
+ * setup, spread over its worker threads). */
+static double now_ms(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+enum { TB = 256 };
+
+static void time_resize(const char *name, const int *w, const int *h, void *const *din, ladle__interp interp,
+                        int mode) {
+  static ladle__resize_axis ax[TB], ay[TB];
+  static ladle__gpu_resize_desc d[TB];
+  static void *dout[TB];
+  double plan_ms = 0;
+  for (int i = 0; i < TB; i++) {
+    int ow = 224, oh = 224;
+    if (mode == 1) { /* resize_shorter 256 */
+      float sc = 256.0f / (float)(w[i] < h[i] ? w[i] : h[i]);
+      ow = (int)lroundf(sc * (float)w[i]), oh = (int)lroundf(sc * (float)h[i]);
+    } else if (mode == 2) {
+      ow = 2 * w[i], oh = 2 * h[i];
+    }
+    float lo[2] = {0, 0}, hi[2] = {(float)w[i], (float)h[i]};
+    double t0 = now_ms();
+    CHECK_OK(ladle__resize_plan_dali(&ax[i], &ay[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
+    plan_ms += now_ms() - t0;
+    CHECK(cudaMalloc(&dout[i], (size_t)ow * oh * 3) == cudaSuccess);
+    d[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, &ax[i], &ay[i]};
+  }
+  /* a parameter buffer per launch, as the executor's ring gives: the launches queue without waiting */
+  enum { ITERS = 10 };
+  size_t bytes = ladle__gpu_resize_param_bytes(d, TB);
+  void *host[ITERS], *dev[ITERS];
+  for (int it = 0; it < ITERS; it++) {
+    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
+    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
+  }
+  CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[0], dev[0], bytes, stream)); /* warm-up */
+  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  double host_ms = 0;
+  cudaEventRecord(e0, (cudaStream_t)stream);
+  for (int it = 0; it < ITERS; it++) {
+    double t0 = now_ms();
+    CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[it], dev[it], bytes, stream));
+    host_ms += now_ms() - t0;
+  }
+  cudaEventRecord(e1, (cudaStream_t)stream);
+  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  fprintf(stderr,
+          "  time %-20s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB (taps %d x %d), planning "
+          "%.3f ms (one thread, the batch's tables)\n",
+          name, ms / ITERS, host_ms / ITERS, bytes / 1e6, ax[0].taps, ay[0].taps, plan_ms);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int it = 0; it < ITERS; it++) {
+    cudaFreeHost(host[it]);
+    cudaFree(dev[it]);
+  }
+  for (int i = 0; i < TB; i++) {
+    cudaFree(dout[i]);
+    ladle__resize_axis_free(&ax[i]);
+    ladle__resize_axis_free(&ay[i]);
+  }
+}
+
+static void report_times(void) {
+  static int w[TB], h[TB];
+  static void *din[TB];
+  size_t max_bytes = 540 * 470 * 3;
+  uint8_t *buf = malloc(max_bytes);
+  for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
+  for (int i = 0; i < TB; i++) {
+    w[i] = rnd_int(386, 540), h[i] = rnd_int(336, 470);
+    CHECK(cudaMalloc(&din[i], (size_t)w[i] * h[i] * 3) == cudaSuccess);
+    CHECK(cudaMemcpy(din[i], buf, (size_t)w[i] * h[i] * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+  }
+  free(buf);
+  time_resize("resize linear 224", w, h, din, LADLE__INTERP_LINEAR, 0);
+  time_resize("resize cubic 224", w, h, din, LADLE__INTERP_CUBIC, 0);
+  time_resize("resize nn 224", w, h, din, LADLE__INTERP_NN, 0);
+  time_resize("resize shorter 256", w, h, din, LADLE__INTERP_LINEAR, 1);
+  time_resize("resize linear 2x up", w, h, din, LADLE__INTERP_LINEAR, 2);
+  for (int i = 0; i < TB; i++) cudaFree(din[i]);
+}
+
+int main(void) {
+  if (ladle__cuda_device_count() == 0) {
+    printf("skipped: no CUDA device\n");
+    return 77;
+  }
+  ladle__rng_init(&rng, 99, 3, 0, 0);
+  CHECK_OK(ladle__cuda_use_device(0, NULL));
+  CHECK_OK(ladle__cuda_stream_create(0, &stream));
+  RUN(test_chosen);
+  RUN(test_random);
+  RUN(report_times);
+  ladle__cuda_stream_destroy(stream);
+  TEST_MAIN_END();
+}
+
+#endif /* LADLE_HAVE_CUDA */
