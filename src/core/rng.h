@@ -58,27 +58,49 @@ static inline LADLE_HD void ladle__rng_init(ladle__rng *r, uint64_t seed, uint64
   r->ctr[1] = (uint32_t)epoch;
   r->ctr[2] = (uint32_t)sample;
   r->ctr[3] = (uint32_t)(sample >> 32);
+  r->out[0] = r->out[1] = r->out[2] = r->out[3] = 0; /* never read before the first block */
   r->used = 4;
 }
 
+/* The next word. out[] is read through selects, not out[used]: a GPU thread
+ * then keeps the whole generator in registers (an array indexed at run time
+ * lives in local memory, which made every draw a memory round trip). */
 static inline LADLE_HD uint32_t ladle__rng_u32(ladle__rng *r) {
   if (r->used == 4) {
     ladle__philox_block(r->ctr, r->key, r->out);
     r->ctr[0]++;
     r->used = 0;
   }
-  return r->out[r->used++];
+  int u = r->used++;
+  return u == 0 ? r->out[0] : u == 1 ? r->out[1] : u == 2 ? r->out[2] : r->out[3];
+}
+
+/* a * b rounded on its own. A formula shared by the CPU and CUDA writes a
+ * product that feeds a sum with this: nvcc fuses a * b + c into one FMA (one
+ * rounding), the CPU build does not (core/no_fma.h), and the two would differ
+ * in the last bit. */
+static inline LADLE_HD double ladle__dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/* The double (hi * 2^26 + lo) / 2^53 of two words: 53 random bits, exact. */
+static inline LADLE_HD double ladle__u53(uint32_t a, uint32_t b) {
+  return (double)(((uint64_t)(a >> 5) << 26) | (b >> 6)) * (1.0 / 9007199254740992.0);
 }
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline LADLE_HD double ladle__rng_uniform(ladle__rng *r) {
-  uint64_t hi = ladle__rng_u32(r) >> 5, lo = ladle__rng_u32(r) >> 6;
-  return (double)(hi * 67108864.0 + lo) * (1.0 / 9007199254740992.0);
+  uint32_t a = ladle__rng_u32(r);
+  return ladle__u53(a, ladle__rng_u32(r));
 }
 
 /* Uniform in [lo, hi). */
 static inline LADLE_HD double ladle__rng_range(ladle__rng *r, double lo, double hi) {
-  return lo + (hi - lo) * ladle__rng_uniform(r);
+  return lo + ladle__dmul(hi - lo, ladle__rng_uniform(r));
 }
 
 /* Uniform integer in [0, n), without modulo bias (n >= 1). */
@@ -125,11 +147,13 @@ static inline LADLE_HD double ladle__rng_gamma(ladle__rng *r, double shape) {
   }
   double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
   for (;;) {
-    double x = ladle__rng_normal(r), v = 1.0 + c * x;
+    double x = ladle__rng_normal(r), v = 1.0 + ladle__dmul(c, x);
     if (v <= 0) continue;
     v = v * v * v;
     double u = 1.0 - ladle__rng_uniform(r);
-    if (u < 1.0 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1.0 - v + log(v))) return d * v * boost;
+    if (u < 1.0 - ladle__dmul(0.0331 * x * x * x, x) ||
+        log(u) < ladle__dmul(0.5 * x, x) + ladle__dmul(d, 1.0 - v + log(v)))
+      return d * v * boost;
   }
 }
 
@@ -153,15 +177,15 @@ static inline LADLE_HD double ladle__rng_poisson(ladle__rng *r, double lambda) {
     return k;
   }
   double slam = sqrt(lambda), loglam = log(lambda);
-  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
+  double b = 0.931 + ladle__dmul(2.53, slam), a = -0.059 + ladle__dmul(0.02483, b);
   double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
   for (;;) {
     double u = ladle__rng_uniform(r) - 0.5, v = ladle__rng_uniform(r);
     double us = 0.5 - fabs(u);
-    double k = floor((2 * a / us + b) * u + lambda + 0.43);
+    double k = floor(ladle__dmul(2 * a / us + b, u) + lambda + 0.43);
     if (us >= 0.07 && v <= vr) return k;
     if (k < 0 || (us < 0.013 && v > us)) continue;
-    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lambda + k * loglam - lgamma(k + 1)) return k;
+    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lambda + ladle__dmul(k, loglam) - lgamma(k + 1)) return k;
   }
 }
 

@@ -1,6 +1,8 @@
 /* noise.gaussian, noise.salt_and_pepper, noise.shot: the input with noise
  * drawn per element (salt and pepper: per pixel unless per_channel), same
  * shape and type; integer outputs round to nearest even and saturate. */
+#include "core/no_fma.h"
+
 #include <string.h>
 
 #include "ops/random/random_op.h"

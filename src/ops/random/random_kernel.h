@@ -5,12 +5,13 @@
  *
  * Agreement GPU vs CPU: coin_flip, uniform (range and values), choice and
  * salt_and_pepper use only integer and +,*,< arithmetic on the same doubles:
- * bit-identical. normal, beta, noise.gaussian and noise.shot go through
- * log/cos/sqrt/pow/lgamma, which CUDA and libm may round differently by an
- * ulp of a double: values agree to ~1e-12 relative before the cast to the
+ * bit-identical (a product feeding a sum is ladle__dmul, so CUDA cannot fuse
+ * it into an FMA). normal, beta, noise.gaussian and noise.shot go through
+ * log/exp/cos/sqrt/pow/lgamma, which CUDA and libm may round differently by
+ * an ulp of a double: values agree to ~1e-12 relative before the cast to the
  * output type (so float outputs almost always match exactly), and a
- * rejection test (beta, shot noise with lambda >= 10) may in rare cases fall
- * the other way, giving a different sample. */
+ * rejection or stopping test (beta, shot noise) may in rare cases fall the
+ * other way, giving a different sample. */
 #ifndef LADLE_OPS_RANDOM_KERNEL_H
 #define LADLE_OPS_RANDOM_KERNEL_H
 
@@ -55,37 +56,67 @@ static inline LADLE_HD void ladle__rand_store(void *data, int dtype, int64_t i, 
   ladle__store_f64(data, (size_t)i, dtype, x);
 }
 
-/* The value of element i of sample s. `table` has table_len doubles. */
-static inline LADLE_HD double ladle__rand_value(int kind, const ladle__rand_sample *s, const double *table,
-                                                int table_len, int in_dtype, int64_t i) {
-  ladle__rng r;
-  ladle__rng_substream(&r, &s->rng, (uint64_t)(i / s->group));
+/* The value of element i of sample s drawn from r, element i's fresh
+ * substream (that of i / group). `table` has table_len doubles. */
+static inline LADLE_HD double ladle__rand_draw(int kind, const ladle__rand_sample *s, const double *table,
+                                               int table_len, int in_dtype, int64_t i, ladle__rng *r) {
   switch (kind) {
-    case LADLE_RAND_COIN: return ladle__rng_uniform(&r) < s->p[0] ? 1.0 : 0.0;
-    case LADLE_RAND_UNIFORM: return ladle__rng_range(&r, s->p[0], s->p[1]);
-    case LADLE_RAND_VALUES: return table[ladle__rng_below(&r, (uint64_t)table_len)];
-    case LADLE_RAND_NORMAL: return s->p[0] + s->p[1] * ladle__rng_normal(&r);
-    case LADLE_RAND_BETA: return ladle__rng_beta(&r, s->p[0], s->p[1]);
+    case LADLE_RAND_COIN: return ladle__rng_uniform(r) < s->p[0] ? 1.0 : 0.0;
+    case LADLE_RAND_UNIFORM: return ladle__rng_range(r, s->p[0], s->p[1]);
+    case LADLE_RAND_VALUES: return table[ladle__rng_below(r, (uint64_t)table_len)];
+    case LADLE_RAND_NORMAL: return s->p[0] + ladle__dmul(s->p[1], ladle__rng_normal(r));
+    case LADLE_RAND_BETA: return ladle__rng_beta(r, s->p[0], s->p[1]);
     case LADLE_RAND_CHOICE: {
       int64_t n = s->in_count ? s->in_count : (int64_t)ladle__rand_load(s->in, in_dtype, 0), k = 0;
       if (table_len) {
-        double u = ladle__rng_uniform(&r);
+        double u = ladle__rng_uniform(r);
         while (k < table_len - 1 && !(u < table[k])) k++;
       } else {
-        k = (int64_t)ladle__rng_below(&r, n > 0 ? (uint64_t)n : 1);
+        k = (int64_t)ladle__rng_below(r, n > 0 ? (uint64_t)n : 1);
       }
       return s->in_count ? ladle__rand_load(s->in, in_dtype, k) : (double)k;
     }
     case LADLE_NOISE_GAUSSIAN:
-      return ladle__rand_load(s->in, in_dtype, i) + s->p[0] + s->p[1] * ladle__rng_normal(&r);
+      return ladle__rand_load(s->in, in_dtype, i) + s->p[0] + ladle__dmul(s->p[1], ladle__rng_normal(r));
     case LADLE_NOISE_SALT_PEPPER:
-      if (ladle__rng_uniform(&r) < s->p[0]) return ladle__rng_uniform(&r) < s->p[1] ? s->p[2] : s->p[3];
+      if (ladle__rng_uniform(r) < s->p[0]) return ladle__rng_uniform(r) < s->p[1] ? s->p[2] : s->p[3];
       return ladle__rand_load(s->in, in_dtype, i);
     default: { /* LADLE_NOISE_SHOT */
       double x = ladle__rand_load(s->in, in_dtype, i);
       if (!(s->p[0] > 0)) return x;
-      return ladle__rng_poisson(&r, (x > 0 ? x : 0) / s->p[0]) * s->p[0];
+      return ladle__rng_poisson(r, (x > 0 ? x : 0) / s->p[0]) * s->p[0];
     }
+  }
+}
+
+/* The value of element i of sample s (any kind, any group). */
+static inline LADLE_HD double ladle__rand_value(int kind, const ladle__rand_sample *s, const double *table,
+                                                int table_len, int in_dtype, int64_t i) {
+  ladle__rng r;
+  ladle__rng_substream(&r, &s->rng, (uint64_t)(i / s->group));
+  return ladle__rand_draw(kind, s, table, table_len, in_dtype, i, &r);
+}
+
+/* Writes the `group` elements j * group .. of sample s that share substream
+ * j: one draw for them all (salt and pepper per pixel), then each element's
+ * value. The loop of both backends: the CPU calls it for every j, a GPU
+ * thread for its j, with kind and dtypes constant there (one kernel each). */
+static inline LADLE_HD void ladle__rand_group(int kind, const ladle__rand_sample *s, const double *table,
+                                              int table_len, int out_dtype, int in_dtype, int64_t j) {
+  ladle__rng r;
+  ladle__rng_substream(&r, &s->rng, (uint64_t)j);
+  int64_t i = j * s->group;
+  if (kind == LADLE_NOISE_SALT_PEPPER) {
+    /* as ladle__rand_draw: hit, then salt or pepper */
+    int hit = ladle__rng_uniform(&r) < s->p[0];
+    double v = hit && ladle__rng_uniform(&r) < s->p[1] ? s->p[2] : s->p[3]; /* no p[k]: stays in registers */
+    for (int64_t e = i; e < i + s->group; e++)
+      ladle__rand_store(s->out, out_dtype, e, hit ? v : ladle__rand_load(s->in, in_dtype, e));
+    return;
+  }
+  for (int64_t e = i; e < i + s->group; e++) {
+    ladle__rng q = r; /* each element from the substream's start, as ladle__rand_value */
+    ladle__rand_store(s->out, out_dtype, e, ladle__rand_draw(kind, s, table, table_len, in_dtype, e, &q));
   }
 }
 
