@@ -17,6 +17,7 @@
 
 #include <math.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core/rng.h"
 #include "ops/kernels/dtype.h"
@@ -97,6 +98,15 @@ static inline LADLE_HD double ladle__rand_value(int kind, const ladle__rand_samp
   return ladle__rand_draw(kind, s, table, table_len, in_dtype, i, &r);
 }
 
+/* Whether every value of type t comes out of ladle__rand_load then
+ * ladle__rand_store unchanged (the integers of up to 32 bits; not floats,
+ * whose NaNs become the canonical one, nor 64-bit integers beyond 2^53, nor
+ * bool's nonzero bytes): salt and pepper then copies the bytes it keeps. */
+static inline LADLE_HD int ladle__rand_copies_exactly(int t) {
+  return t == LADLE_UINT8 || t == LADLE_INT8 || t == LADLE_INT16 || t == LADLE_UINT16 || t == LADLE_INT32 ||
+         t == LADLE_UINT32;
+}
+
 /* Writes the `group` elements j * group .. of sample s that share substream
  * j: one draw for them all (salt and pepper per pixel), then each element's
  * value. The loop of both backends: the CPU calls it for every j, a GPU
@@ -110,6 +120,12 @@ static inline LADLE_HD void ladle__rand_group(int kind, const ladle__rand_sample
     /* as ladle__rand_draw: hit, then salt or pepper */
     int hit = ladle__rng_uniform(&r) < s->p[0];
     double v = hit && ladle__rng_uniform(&r) < s->p[1] ? s->p[2] : s->p[3]; /* no p[k]: stays in registers */
+    if (!hit && out_dtype == in_dtype && ladle__rand_copies_exactly(in_dtype)) {
+      size_t es = ladle__dtype_bytes(in_dtype);
+      for (int64_t e = i; e < i + s->group; e++)
+        memcpy((char *)s->out + (size_t)e * es, (const char *)s->in + (size_t)e * es, es);
+      return;
+    }
     for (int64_t e = i; e < i + s->group; e++)
       ladle__rand_store(s->out, out_dtype, e, hit ? v : ladle__rand_load(s->in, in_dtype, e));
     return;

@@ -264,6 +264,74 @@ static void test_gpu_case(int kind, ladle_dtype out_t, ladle_dtype in_t, int gro
   cudaFree(dp);
 }
 
+/* Prints (asserts nothing) the time of one launch over op_bench's batch: 256
+ * uint8 HWC images of 463 x 403 x 3 with ImageNet-like levels (noise), or
+ * 256 float32 vectors of as many elements (generators). */
+static void time_gpu(void *stream) {
+  enum { BATCH = 256, W = 463, H = 403, C = 3 };
+  const int64_t count = (int64_t)W * H * C;
+  uint8_t *img = malloc((size_t)count), *din = NULL, *dout = NULL;
+  for (int64_t k = 0; k < count; k++) {
+    int64_t px = k / C, x = px % W, y = px / W;
+    img[k] = (uint8_t)((x * 255 / W + y * 200 / H + (k % C) * 40 + (k * 2654435761u >> 28)) % 256);
+  }
+  if (cudaMalloc((void **)&din, (size_t)count * BATCH) != cudaSuccess ||
+      cudaMalloc((void **)&dout, (size_t)count * BATCH * 4) != cudaSuccess) {
+    fprintf(stderr, "time: no memory\n");
+    cudaFree(din);
+    free(img);
+    return;
+  }
+  for (int i = 0; i < BATCH; i++) cudaMemcpy(din + (size_t)i * (size_t)count, img, (size_t)count, cudaMemcpyHostToDevice);
+  static const int kinds[] = {LADLE_NOISE_SALT_PEPPER, LADLE_NOISE_GAUSSIAN, LADLE_NOISE_SHOT, LADLE_RAND_COIN,
+                              LADLE_RAND_UNIFORM, LADLE_RAND_NORMAL};
+  static const char *names[] = {"noise.salt_and_pepper prob=0.05", "noise.gaussian stddev=10", "noise.shot factor=20",
+                                "random.coin_flip", "random.uniform", "random.normal"};
+  ladle__rand_sample d[BATCH];
+  size_t bytes = ladle__gpu_rand_param_bytes(BATCH, 0);
+  void *hp = NULL, *dp = NULL;
+  cudaHostAlloc(&hp, bytes, cudaHostAllocDefault);
+  cudaMalloc(&dp, bytes);
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  for (int k = 0; k < (int)(sizeof kinds / sizeof *kinds); k++) {
+    int kind = kinds[k], noise = kind >= LADLE_NOISE_GAUSSIAN;
+    ladle_dtype t = noise ? LADLE_UINT8 : LADLE_FLOAT32;
+    for (int i = 0; i < BATCH; i++) {
+      memset(&d[i], 0, sizeof d[i]);
+      ladle__rng_init(&d[i].rng, 1, 2, 3, (uint64_t)i);
+      d[i].count = count;
+      d[i].group = kind == LADLE_NOISE_SALT_PEPPER ? C : 1;
+      d[i].in = din + (size_t)i * (size_t)count;
+      d[i].out = dout + (size_t)i * (size_t)count * (noise ? 1 : 4);
+      d[i].p[0] = kind == LADLE_NOISE_SALT_PEPPER ? 0.05 : kind == LADLE_NOISE_SHOT ? 20.0 : kind == LADLE_RAND_COIN ? 0.5 : 0;
+      d[i].p[1] = kind == LADLE_NOISE_GAUSSIAN ? 10.0 : kind == LADLE_NOISE_SALT_PEPPER ? 0.5 : 1.0;
+      d[i].p[2] = 255;
+      d[i].p[3] = 0;
+    }
+    float best = 1e30f;
+    for (int rep = 0; rep < 6; rep++) {
+      cudaEventRecord(e0, (cudaStream_t)stream);
+      CHECK_OK(ladle__gpu_rand(d, BATCH, kind, NULL, 0, t, t, hp, dp, bytes, stream));
+      cudaEventRecord(e1, (cudaStream_t)stream);
+      cudaEventSynchronize(e1);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, e0, e1);
+      if (rep && ms < best) best = ms; /* the first run warms up */
+    }
+    fprintf(stderr, "time %-34s %s: %.3f ms per batch of %d x %dx%dx%d\n", names[k], ladle_dtype_name(t), best, BATCH,
+            H, W, C);
+  }
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  cudaFreeHost(hp);
+  cudaFree(dp);
+  cudaFree(din);
+  cudaFree(dout);
+  free(img);
+}
+
 static void test_gpu(void *stream) {
   for (int kind = LADLE_RAND_COIN; kind <= LADLE_NOISE_SHOT; kind++) {
     int noise = kind >= LADLE_NOISE_GAUSSIAN;
@@ -293,6 +361,7 @@ int main(void) {
       int before = test_failures;
       test_gpu(stream);
       fprintf(stderr, "%s test_gpu\n", test_failures == before ? "ok  " : "FAIL");
+      time_gpu(stream);
     }
     ladle__cuda_stream_destroy(stream);
     TEST_MAIN_END();
