@@ -2,11 +2,12 @@
  * thread per substream (an output element, or a pixel of salt and pepper),
  * drawing with the CPU's formulas (random_kernel.h: ladle__rand_group).
  *
- * The hot kinds (coin_flip, uniform, normal, the three noises) run in a
- * kernel made for their kind and dtype, so the per-element code has no
- * switch, 32-bit indices and the generator in registers; the others (beta,
- * uniform's values, choice) and samples of 2^31 or more substreams take the
- * generic kernel. Both write what the CPU loop writes. */
+ * The hot kinds (coin_flip, uniform with a range or values, normal, the
+ * three noises) run in a kernel made for their kind and dtype, so the
+ * per-element code has no switch, 32-bit indices and the generator in
+ * registers; the others (beta, choice), noise into another dtype and samples
+ * of 2^31 or more substreams take the generic kernel. Both write what the
+ * CPU loop writes. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
@@ -39,32 +40,83 @@ __global__ void rand_generic(const ladle__rand_sample *__restrict__ samples, con
  * input): fewer than 2^31 substreams per sample, group 1 but for salt and
  * pepper. */
 template <int K, int T>
-__global__ void __launch_bounds__(kThreads) rand_fast(const ladle__rand_sample *__restrict__ samples) {
+__global__ void __launch_bounds__(kThreads) rand_fast(const ladle__rand_sample *__restrict__ samples,
+                                                      const double *__restrict__ table, int table_len) {
   ladle__rand_sample s = samples[blockIdx.y];
   unsigned groups = (unsigned)s.count;
   if (K == LADLE_NOISE_SALT_PEPPER) groups = (unsigned)(s.count / s.group);
   else s.group = 1;
   for (unsigned j = blockIdx.x * kThreads + threadIdx.x; j < groups; j += gridDim.x * kThreads)
-    ladle__rand_group(K, &s, NULL, 0, T, T, j);
+    ladle__rand_group(K, &s, table, table_len, T, T, j);
 }
 
-typedef void (*fast_kernel)(const ladle__rand_sample *__restrict__);
+/* noise.shot in dtype T: each thread takes the elements j, j + stride, ...
+ * and steps the Poisson sampler (core/rng.h) of one at a time, so a lane
+ * whose draw ends early starts its next element while the others step on
+ * (the draws of one element take 1 to ~10 steps: lanes waiting for the
+ * slowest wasted half the warp). Each step is one Philox block for every
+ * lane. The values are those of ladle__rand_group. */
+constexpr int kShotPerThread = 16;
+
+template <int T>
+__global__ void __launch_bounds__(kThreads) shot_kernel(const ladle__rand_sample *__restrict__ samples,
+                                                        const double *__restrict__ table, int table_len) {
+  ladle__rand_sample s = samples[blockIdx.y];
+  s.group = 1;
+  unsigned n = (unsigned)s.count, stride = gridDim.x * kThreads, j = blockIdx.x * kThreads + threadIdx.x;
+  double factor = s.p[0];
+  if (!(factor > 0)) { /* no noise: the input */
+    for (; j < n; j += stride) ladle__rand_group(LADLE_NOISE_SHOT, &s, table, table_len, T, T, j);
+    return;
+  }
+  ladle__rng r;
+  ladle__poisson p;
+  int busy = 0;
+  for (;;) {
+    while (!busy && j < n) {
+      ladle__rng_substream(&r, &s.rng, j);
+      if (ladle__poisson_init(&p, ladle__shot_lambda(&s, T, j))) {
+        ladle__rand_store(s.out, T, j, p.k * factor);
+        j += stride;
+      } else {
+        busy = 1;
+      }
+    }
+    if (!busy) break;
+    if (ladle__poisson_step(&p, &r)) {
+      ladle__rand_store(s.out, T, j, p.k * factor);
+      busy = 0;
+      j += stride;
+    }
+  }
+}
+
+typedef void (*fast_kernel)(const ladle__rand_sample *__restrict__, const double *__restrict__, int);
+
+template <int K, int T>
+struct pick {
+  static constexpr fast_kernel kernel = rand_fast<K, T>;
+};
+template <int T>
+struct pick<LADLE_NOISE_SHOT, T> {
+  static constexpr fast_kernel kernel = shot_kernel<T>;
+};
 
 template <int K>
 fast_kernel fast_for(int dtype) {
   switch (dtype) {
-    case LADLE_UINT8: return rand_fast<K, LADLE_UINT8>;
-    case LADLE_INT32: return rand_fast<K, LADLE_INT32>;
-    case LADLE_FLOAT32: return rand_fast<K, LADLE_FLOAT32>;
-    case LADLE_FLOAT16: return rand_fast<K, LADLE_FLOAT16>;
-    case LADLE_INT64: return rand_fast<K, LADLE_INT64>;
-    case LADLE_INT8: return rand_fast<K, LADLE_INT8>;
-    case LADLE_INT16: return rand_fast<K, LADLE_INT16>;
-    case LADLE_UINT16: return rand_fast<K, LADLE_UINT16>;
-    case LADLE_UINT32: return rand_fast<K, LADLE_UINT32>;
-    case LADLE_UINT64: return rand_fast<K, LADLE_UINT64>;
-    case LADLE_FLOAT64: return rand_fast<K, LADLE_FLOAT64>;
-    case LADLE_BOOL: return rand_fast<K, LADLE_BOOL>;
+    case LADLE_UINT8: return pick<K, LADLE_UINT8>::kernel;
+    case LADLE_INT32: return pick<K, LADLE_INT32>::kernel;
+    case LADLE_FLOAT32: return pick<K, LADLE_FLOAT32>::kernel;
+    case LADLE_FLOAT16: return pick<K, LADLE_FLOAT16>::kernel;
+    case LADLE_INT64: return pick<K, LADLE_INT64>::kernel;
+    case LADLE_INT8: return pick<K, LADLE_INT8>::kernel;
+    case LADLE_INT16: return pick<K, LADLE_INT16>::kernel;
+    case LADLE_UINT16: return pick<K, LADLE_UINT16>::kernel;
+    case LADLE_UINT32: return pick<K, LADLE_UINT32>::kernel;
+    case LADLE_UINT64: return pick<K, LADLE_UINT64>::kernel;
+    case LADLE_FLOAT64: return pick<K, LADLE_FLOAT64>::kernel;
+    case LADLE_BOOL: return pick<K, LADLE_BOOL>::kernel;
     default: return NULL;
   }
 }
@@ -76,6 +128,7 @@ fast_kernel fast_kernel_for(int kind, int out_dtype, int in_dtype) {
   switch (kind) {
     case LADLE_RAND_COIN: return fast_for<LADLE_RAND_COIN>(out_dtype);
     case LADLE_RAND_UNIFORM: return fast_for<LADLE_RAND_UNIFORM>(out_dtype);
+    case LADLE_RAND_VALUES: return fast_for<LADLE_RAND_VALUES>(out_dtype);
     case LADLE_RAND_NORMAL: return fast_for<LADLE_RAND_NORMAL>(out_dtype);
     case LADLE_NOISE_GAUSSIAN: return fast_for<LADLE_NOISE_GAUSSIAN>(out_dtype);
     case LADLE_NOISE_SALT_PEPPER: return fast_for<LADLE_NOISE_SALT_PEPPER>(out_dtype);
@@ -116,15 +169,17 @@ extern "C" ladle_status ladle__gpu_rand(const ladle__rand_sample *d, int n, int 
   (void)cudaGetLastError();
   {
     /* one thread per substream; gridDim.x stays far below its limit */
-    int64_t blocks = (max_groups + kThreads - 1) / kThreads;
+    int use_fast = fast && max_groups <= INT32_MAX && (group_ok || kind == LADLE_NOISE_SALT_PEPPER);
+    int64_t per_block = kThreads * (use_fast && kind == LADLE_NOISE_SHOT ? kShotPerThread : 1);
+    int64_t blocks = (max_groups + per_block - 1) / per_block;
     if (blocks > 1 << 20) blocks = 1 << 20;
     dim3 grid((unsigned)blocks, (unsigned)n);
     const ladle__rand_sample *dev_samples = (const ladle__rand_sample *)dev_params;
-    if (fast && max_groups <= INT32_MAX && (group_ok || kind == LADLE_NOISE_SALT_PEPPER))
-      fast<<<grid, kThreads, 0, s>>>(dev_samples);
+    const double *dev_table = (const double *)((const char *)dev_params + table_at);
+    if (use_fast)
+      fast<<<grid, kThreads, 0, s>>>(dev_samples, dev_table, table_len);
     else
-      rand_generic<<<grid, kThreads, 0, s>>>(dev_samples, (const double *)((const char *)dev_params + table_at),
-                                            table_len, kind, (int)out_dtype, (int)in_dtype);
+      rand_generic<<<grid, kThreads, 0, s>>>(dev_samples, dev_table, table_len, kind, (int)out_dtype, (int)in_dtype);
   }
   LADLE_CUDA_CHECK_LAUNCH(rand_kernel);
 done:

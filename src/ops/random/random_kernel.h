@@ -57,6 +57,13 @@ static inline LADLE_HD void ladle__rand_store(void *data, int dtype, int64_t i, 
   ladle__store_f64(data, (size_t)i, dtype, x);
 }
 
+/* noise.shot's Poisson mean for element i (with s->p[0], the factor, > 0):
+ * the output is the sample times the factor. */
+static inline LADLE_HD double ladle__shot_lambda(const ladle__rand_sample *s, int in_dtype, int64_t i) {
+  double x = ladle__rand_load(s->in, in_dtype, i);
+  return (x > 0 ? x : 0) / s->p[0];
+}
+
 /* The value of element i of sample s drawn from r, element i's fresh
  * substream (that of i / group). `table` has table_len doubles. */
 static inline LADLE_HD double ladle__rand_draw(int kind, const ladle__rand_sample *s, const double *table,
@@ -82,11 +89,9 @@ static inline LADLE_HD double ladle__rand_draw(int kind, const ladle__rand_sampl
     case LADLE_NOISE_SALT_PEPPER:
       if (ladle__rng_uniform(r) < s->p[0]) return ladle__rng_uniform(r) < s->p[1] ? s->p[2] : s->p[3];
       return ladle__rand_load(s->in, in_dtype, i);
-    default: { /* LADLE_NOISE_SHOT */
-      double x = ladle__rand_load(s->in, in_dtype, i);
-      if (!(s->p[0] > 0)) return x;
-      return ladle__rng_poisson(r, (x > 0 ? x : 0) / s->p[0]) * s->p[0];
-    }
+    default: /* LADLE_NOISE_SHOT */
+      if (!(s->p[0] > 0)) return ladle__rand_load(s->in, in_dtype, i);
+      return ladle__rng_poisson(r, ladle__shot_lambda(s, in_dtype, i)) * s->p[0];
   }
 }
 

@@ -11,6 +11,8 @@
  * those tolerances) for >= 99.9% of elements (libm and CUDA's
  * log/exp/cos/lgamma may differ by an ulp of a double, which can flip a
  * rejection or stopping test or a rounding at .5). */
+#include "core/no_fma.h"
+
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
