@@ -1,6 +1,7 @@
-/* The random and noise operators on the GPU: one launch per batch, one
- * thread per substream (an output element, or a pixel of salt and pepper),
- * drawing with the CPU's formulas (random_kernel.h: ladle__rand_group).
+/* The random and noise operators on the GPU: one launch per batch, threads
+ * walking the substreams (an output element, or a pixel of salt and pepper)
+ * grid-stride, drawing with the CPU's formulas (random_kernel.h:
+ * ladle__rand_group).
  *
  * The hot kinds (coin_flip, uniform with a range or values, normal, the
  * three noises) run in a kernel made for their kind and dtype, so the
@@ -26,6 +27,9 @@ namespace {
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 constexpr int kThreads = 256;
+/* Substreams per thread of rand_fast: the sample's parameters are loaded
+ * once for several (a salt and pepper pixel costs little more than them). */
+constexpr int kFastPerThread = 4;
 
 /* Any kind and dtypes, 64-bit indices. */
 __global__ void rand_generic(const ladle__rand_sample *__restrict__ samples, const double *__restrict__ table,
@@ -168,9 +172,9 @@ extern "C" ladle_status ladle__gpu_rand(const ladle__rand_sample *d, int n, int 
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, need, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
   {
-    /* one thread per substream; gridDim.x stays far below its limit */
+    /* a few substreams per thread (grid-stride); gridDim.x stays far below its limit */
     int use_fast = fast && max_groups <= INT32_MAX && (group_ok || kind == LADLE_NOISE_SALT_PEPPER);
-    int64_t per_block = kThreads * (use_fast && kind == LADLE_NOISE_SHOT ? kShotPerThread : 1);
+    int64_t per_block = kThreads * (!use_fast ? 1 : kind == LADLE_NOISE_SHOT ? kShotPerThread : kFastPerThread);
     int64_t blocks = (max_groups + per_block - 1) / per_block;
     if (blocks > 1 << 20) blocks = 1 << 20;
     dim3 grid((unsigned)blocks, (unsigned)n);
