@@ -123,6 +123,22 @@ def test_shot_noise_statistics(level, factor):
     assert np.allclose(x / factor, np.round(x / factor), atol=1e-3)
 
 
+def test_noise_statistics_uint8():
+    # op_bench's settings on uint8 images: the kernels made per dtype, checked by the distribution they draw.
+    img = np.full((100, 100, 3), 128, np.uint8)
+    g, sp = run(lambda x: (fn.noise.gaussian(x, stddev=10.0), fn.noise.salt_and_pepper(x, prob=0.3, per_channel=True)),
+                feeds={"x": [img, img]})
+    dark = np.full((100, 100, 3), 64, np.uint8)  # 20 * Poisson(3.2): saturates at 255 (k >= 13) with p ~ 1e-5
+    sh = run(lambda x: fn.noise.shot(x, factor=20.0), feeds={"x": [dark, dark]})
+    check_mean_var(g[0].astype(np.float64) - 128, 0, 100 + 1 / 12, 0.0)  # rounding adds a uniform(-0.5, 0.5)
+    v = sp[0].ravel()
+    n = v.size
+    for value, p in ((255, 0.15), (0, 0.15), (128, 0.7)):
+        assert abs(np.mean(v == value) - p) <= 6 * np.sqrt(p * (1 - p) / n), value
+    check_mean_var(sh[0], 64, 20 * 64, 1 / 3.2)
+    assert np.all((sh[0] % 20 == 0) | (sh[0] == 255))
+
+
 def test_reproducible_and_independent_of_threads():
     img = (np.arange(40 * 30 * 3) % 256).astype(np.uint8).reshape(40, 30, 3)
 
