@@ -123,6 +123,20 @@ def test_shot_noise_statistics(level, factor):
     assert np.allclose(x / factor, np.round(x / factor), atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                                   np.float16, np.float32, np.float64, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_salt_and_pepper_default_values(dtype):
+    # DALI 2.4: the type's maximum and minimum for integers (checked with its CPU operator), 1 and -1 for floats;
+    # BOOL (which DALI refuses): 1 and 0.
+    x = np.ones((40, 40, 1), dtype)
+    y = run_inferred("cpu", lambda x: fn.noise.salt_and_pepper(x, prob=1.0), {"x": [x]})[0][0][0]
+    if np.issubdtype(dtype, np.integer):
+        want = {np.iinfo(dtype).min, np.iinfo(dtype).max}
+    else:
+        want = {0, 1} if dtype == np.bool_ else {-1.0, 1.0}
+    assert y.dtype == dtype and set(np.unique(y).tolist()) == want
+
+
 def test_noise_statistics_uint8():
     # op_bench's settings on uint8 images: the kernels made per dtype, checked by the distribution they draw.
     img = np.full((100, 100, 3), 128, np.uint8)
