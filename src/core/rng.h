@@ -165,22 +165,25 @@ static inline LADLE_HD double ladle__rng_beta(ladle__rng *r, double a, double b)
 
 /* Poisson(lambda), lambda >= 0: multiplying uniforms below 10, Hormann's
  * transformed rejection (PTRS) from 10 on, as a sampler that moves in steps
- * of one Philox block (two uniforms): ladle__rng_poisson runs the steps to
- * the end; a GPU thread can interleave the steps of its elements, so lanes
- * of a warp that finish early take their next element instead of waiting
- * for the slowest (the same numbers either way). A stream must be at a block
- * boundary when the sampler starts (a fresh substream is). */
+ * of one Philox block (two uniforms, drawn before the branch so that GPU
+ * lanes on either side share the block): ladle__rng_poisson runs the steps
+ * to the end; a GPU thread can interleave the steps of its elements, so
+ * lanes of a warp that finish early take their next element instead of
+ * waiting for the slowest (the same numbers either way). A stream must be at
+ * a block boundary when the sampler starts (a fresh substream is); the
+ * sampler consumes whole blocks. The state after ladle__poisson_init is a
+ * function of lambda alone, so it can be made once per input level. */
 typedef struct ladle__poisson {
-  double lambda, k;                         /* k: the sample once done */
-  double limit, prod;                       /* lambda < 10 */
-  double loglam, a, b, inv_alpha, vr;       /* PTRS */
+  double lambda, k;                          /* k: the sample once done */
+  double limit, prod;                        /* lambda < 10 */
+  double loglam, a, b, log_inv_alpha, vr;    /* PTRS */
 } ladle__poisson;
 
 /* 1 when the sample is known without a draw (lambda <= 0 or NaN: 0). */
 static inline LADLE_HD int ladle__poisson_init(ladle__poisson *p, double lambda) {
   p->lambda = lambda;
   p->k = p->limit = p->prod = 0;
-  p->loglam = p->a = p->b = p->inv_alpha = p->vr = 0;
+  p->loglam = p->a = p->b = p->log_inv_alpha = p->vr = 0;
   if (!(lambda > 0)) return 1;
   if (lambda < 10) {
     p->limit = exp(-lambda);
@@ -192,37 +195,50 @@ static inline LADLE_HD int ladle__poisson_init(ladle__poisson *p, double lambda)
   p->loglam = log(lambda);
   p->b = 0.931 + ladle__dmul(2.53, slam);
   p->a = -0.059 + ladle__dmul(0.02483, p->b);
-  p->inv_alpha = 1.1239 + 1.1328 / (p->b - 3.4);
+  p->log_inv_alpha = log(1.1239 + 1.1328 / (p->b - 3.4));
   p->vr = 0.9277 - 3.6224 / (p->b - 2);
   return 0;
 }
 
-/* Two uniforms; 1 when p->k is the sample. */
-static inline LADLE_HD int ladle__poisson_step(ladle__poisson *p, ladle__rng *r) {
+/* One block; 1 when p->k is the sample. lgam[k] (k < lgam_len; lgam may be
+ * NULL) holds lgamma(k + 1) as computed by the host's libm: a GPU reading it
+ * skips its own lgamma and rounds as the CPU does. */
+static inline LADLE_HD int ladle__poisson_step(ladle__poisson *p, ladle__rng *r, const double *lgam, int lgam_len) {
+  double u1 = ladle__rng_uniform(r), u2 = ladle__rng_uniform(r);
   if (p->lambda < 10) {
     p->k++;
-    p->prod *= ladle__rng_uniform(r);
+    p->prod *= u1;
     if (!(p->prod > p->limit)) return 1;
     p->k++;
-    p->prod *= ladle__rng_uniform(r);
+    p->prod *= u2;
     return !(p->prod > p->limit);
   }
   double lambda = p->lambda, a = p->a, b = p->b;
-  double u = ladle__rng_uniform(r) - 0.5, v = ladle__rng_uniform(r);
+  double u = u1 - 0.5, v = u2;
   double us = 0.5 - fabs(u);
   double k = floor(ladle__dmul(2 * a / us + b, u) + lambda + 0.43);
   p->k = k;
   if (us >= 0.07 && v <= p->vr) return 1;
   if (k < 0 || (us < 0.013 && v > us)) return 0;
-  return log(v) + log(p->inv_alpha) - log(a / (us * us) + b) <= -lambda + ladle__dmul(k, p->loglam) - lgamma(k + 1);
+  double lgk = k < lgam_len ? lgam[(int)k] : lgamma(k + 1);
+  return log(v) + p->log_inv_alpha - log(a / (us * us) + b) <= -lambda + ladle__dmul(k, p->loglam) - lgk;
+}
+
+/* lgamma(k + 1) for k < n: the table ladle__poisson_step reads. */
+static inline void ladle__poisson_lgamma_table(double *lgam, int n) {
+  for (int k = 0; k < n; k++) lgam[k] = lgamma(k + 1.0);
+}
+
+static inline LADLE_HD double ladle__rng_poisson_t(ladle__rng *r, double lambda, const double *lgam, int lgam_len) {
+  ladle__poisson p;
+  if (!ladle__poisson_init(&p, lambda))
+    while (!ladle__poisson_step(&p, r, lgam, lgam_len)) {
+    }
+  return p.k;
 }
 
 static inline LADLE_HD double ladle__rng_poisson(ladle__rng *r, double lambda) {
-  ladle__poisson p;
-  if (!ladle__poisson_init(&p, lambda))
-    while (!ladle__poisson_step(&p, r)) {
-    }
-  return p.k;
+  return ladle__rng_poisson_t(r, lambda, NULL, 0);
 }
 
 #endif

@@ -94,7 +94,16 @@ static ladle_status salt_pepper_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-static ladle_status shot_init(ladle__node *n) { return noise_init(n, LADLE_NOISE_SHOT); }
+/* The state's table: lgamma(k + 1) for the Poisson sampler's rejection test
+ * (a GPU reads it instead of computing its own, which may round otherwise). */
+enum { SHOT_LGAMMA = 1024 };
+
+static ladle_status shot_init(ladle__node *n) {
+  double lgam[SHOT_LGAMMA];
+  ladle__poisson_lgamma_table(lgam, SHOT_LGAMMA);
+  n->out[0] = n->in[0];
+  return ladle__rand_state_init(n, LADLE_NOISE_SHOT, lgam, SHOT_LGAMMA);
+}
 
 static ladle_status shot_setup(ladle__node *n, ladle__sample *s) {
   noise_setup(n, s)->p[0] = ladle__arg_float(n, s, SHOT_FACTOR);

@@ -54,45 +54,32 @@ __global__ void __launch_bounds__(kThreads) rand_fast(const ladle__rand_sample *
     ladle__rand_group(K, &s, table, table_len, T, T, j);
 }
 
-/* noise.shot in dtype T: each thread takes the elements j, j + stride, ...
- * and steps the Poisson sampler (core/rng.h) of one at a time, so a lane
- * whose draw ends early starts its next element while the others step on
- * (the draws of one element take 1 to ~10 steps: lanes waiting for the
- * slowest wasted half the warp). Each step is one Philox block for every
- * lane. The values are those of ladle__rand_group. */
+/* noise.shot in dtype T: each thread walks the elements j, j + stride, ...
+ * stepping the Poisson sampler (core/rng.h) of one at a time
+ * (ladle__shot_walk), so a lane whose draw ends early starts its next
+ * element while the others step on (one element takes 1 to ~10 steps: lanes
+ * waiting for the slowest wasted half the warp). For uint8 the block first
+ * initialises the sampler of each of the 256 levels of its sample in shared
+ * memory (one per thread: kThreads is 256). */
 constexpr int kShotPerThread = 16;
+static_assert(kThreads == 256, "one uint8 level per thread");
 
 template <int T>
 __global__ void __launch_bounds__(kThreads) shot_kernel(const ladle__rand_sample *__restrict__ samples,
                                                         const double *__restrict__ table, int table_len) {
+  __shared__ ladle__poisson levels[T == LADLE_UINT8 ? 256 : 1];
   ladle__rand_sample s = samples[blockIdx.y];
   s.group = 1;
-  unsigned n = (unsigned)s.count, stride = gridDim.x * kThreads, j = blockIdx.x * kThreads + threadIdx.x;
-  double factor = s.p[0];
-  if (!(factor > 0)) { /* no noise: the input */
-    for (; j < n; j += stride) ladle__rand_group(LADLE_NOISE_SHOT, &s, table, table_len, T, T, j);
+  unsigned stride = gridDim.x * kThreads, j = blockIdx.x * kThreads + threadIdx.x;
+  if (!(s.p[0] > 0)) { /* no noise: the input (the whole block returns here) */
+    for (; j < (unsigned)s.count; j += stride) ladle__rand_group(LADLE_NOISE_SHOT, &s, table, table_len, T, T, j);
     return;
   }
-  ladle__rng r;
-  ladle__poisson p;
-  int busy = 0;
-  for (;;) {
-    while (!busy && j < n) {
-      ladle__rng_substream(&r, &s.rng, j);
-      if (ladle__poisson_init(&p, ladle__shot_lambda(&s, T, j))) {
-        ladle__rand_store(s.out, T, j, p.k * factor);
-        j += stride;
-      } else {
-        busy = 1;
-      }
-    }
-    if (!busy) break;
-    if (ladle__poisson_step(&p, &r)) {
-      ladle__rand_store(s.out, T, j, p.k * factor);
-      busy = 0;
-      j += stride;
-    }
+  if (T == LADLE_UINT8) {
+    ladle__poisson_init(&levels[threadIdx.x], ladle__shot_lambda_of((double)threadIdx.x, s.p[0]));
+    __syncthreads();
   }
+  ladle__shot_walk(&s, T, T == LADLE_UINT8 ? levels : NULL, table, table_len, j, stride);
 }
 
 typedef void (*fast_kernel)(const ladle__rand_sample *__restrict__, const double *__restrict__, int);

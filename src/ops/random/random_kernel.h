@@ -32,7 +32,7 @@ typedef enum ladle__rand_kind {
   LADLE_RAND_CHOICE,      /* table: cumulative p (or none); in: `a` (scalar n or a list of in_count values) */
   LADLE_NOISE_GAUSSIAN,   /* p[0] mean, p[1] stddev */
   LADLE_NOISE_SALT_PEPPER,/* p[0] prob, p[1] salt_vs_pepper, p[2] salt, p[3] pepper */
-  LADLE_NOISE_SHOT        /* p[0] factor */
+  LADLE_NOISE_SHOT        /* p[0] factor; table: lgamma(k + 1) for k < table_len */
 } ladle__rand_kind;
 
 /* One sample's draw: filled on the host in setup, read by both backends. */
@@ -57,11 +57,12 @@ static inline LADLE_HD void ladle__rand_store(void *data, int dtype, int64_t i, 
   ladle__store_f64(data, (size_t)i, dtype, x);
 }
 
-/* noise.shot's Poisson mean for element i (with s->p[0], the factor, > 0):
- * the output is the sample times the factor. */
+/* noise.shot's Poisson mean of an input value x (factor > 0): the output is
+ * the sample times the factor. */
+static inline LADLE_HD double ladle__shot_lambda_of(double x, double factor) { return (x > 0 ? x : 0) / factor; }
+
 static inline LADLE_HD double ladle__shot_lambda(const ladle__rand_sample *s, int in_dtype, int64_t i) {
-  double x = ladle__rand_load(s->in, in_dtype, i);
-  return (x > 0 ? x : 0) / s->p[0];
+  return ladle__shot_lambda_of(ladle__rand_load(s->in, in_dtype, i), s->p[0]);
 }
 
 /* The value of element i of sample s drawn from r, element i's fresh
@@ -91,7 +92,8 @@ static inline LADLE_HD double ladle__rand_draw(int kind, const ladle__rand_sampl
       return ladle__rand_load(s->in, in_dtype, i);
     default: /* LADLE_NOISE_SHOT */
       if (!(s->p[0] > 0)) return ladle__rand_load(s->in, in_dtype, i);
-      return ladle__rng_poisson(r, ladle__shot_lambda(s, in_dtype, i)) * s->p[0];
+      /* table: lgamma(k + 1) (ladle__poisson_lgamma_table) */
+      return ladle__rng_poisson_t(r, ladle__shot_lambda(s, in_dtype, i), table, table_len) * s->p[0];
   }
 }
 
@@ -138,6 +140,47 @@ static inline LADLE_HD void ladle__rand_group(int kind, const ladle__rand_sample
   for (int64_t e = i; e < i + s->group; e++) {
     ladle__rng q = r; /* each element from the substream's start, as ladle__rand_value */
     ladle__rand_store(s->out, out_dtype, e, ladle__rand_draw(kind, s, table, table_len, in_dtype, e, &q));
+  }
+}
+
+/* One GPU thread's share of noise.shot over sample s (factor s->p[0] > 0):
+ * the elements j, j + stride, ... below s->count (< 2^32), drawn in
+ * interleaved steps: when an element's sampler finishes, the thread stores
+ * it and starts its next element, so the lanes of a warp stay busy (see
+ * random_kernel.cu). The values are those of ladle__rand_group. levels, for
+ * uint8 input only (else NULL): the sampler initialised for each of the 256
+ * levels, which saves each element's exp or sqrt/log/divisions. lgam: as
+ * ladle__poisson_step. */
+static inline LADLE_HD void ladle__shot_walk(const ladle__rand_sample *s, int dtype, const ladle__poisson *levels,
+                                             const double *lgam, int lgam_len, uint32_t j, uint32_t stride) {
+  uint32_t n = (uint32_t)s->count;
+  double factor = s->p[0];
+  ladle__rng r;
+  ladle__poisson p;
+  int busy = 0;
+  for (;;) {
+    while (!busy && j < n) {
+      int done;
+      ladle__rng_substream(&r, &s->rng, j);
+      if (levels) {
+        p = levels[((const uint8_t *)s->in)[j]];
+        done = !(p.lambda > 0); /* what ladle__poisson_init returned */
+      } else {
+        done = ladle__poisson_init(&p, ladle__shot_lambda(s, dtype, j));
+      }
+      if (done) {
+        ladle__rand_store(s->out, dtype, j, p.k * factor);
+        j += stride;
+      } else {
+        busy = 1;
+      }
+    }
+    if (!busy) return;
+    if (ladle__poisson_step(&p, &r, lgam, lgam_len)) {
+      ladle__rand_store(s->out, dtype, j, p.k * factor);
+      busy = 0;
+      j += stride;
+    }
   }
 }
 

@@ -159,6 +159,45 @@ static void test_group_is_per_element(void) {
   }
 }
 
+/* The GPU's noise.shot loop (ladle__shot_walk: interleaved steps, per-level
+ * samplers for uint8, the lgamma table) run here for every thread of a small
+ * grid writes what the CPU loop writes. */
+static void test_shot_walk(void) {
+  enum { N = 5003, THREADS = 37 };
+  static uint8_t in[N], want[N], got[N];
+  float fin[N], fwant[N], fgot[N];
+  double lgam[40];
+  ladle__poisson_lgamma_table(lgam, 40);
+  for (int i = 0; i < N; i++) {
+    in[i] = (uint8_t)(i * 7 + i / 50);
+    fin[i] = (float)in[i] * 1.37f - 3.0f;
+  }
+  for (int f = 0; f < 4; f++) {
+    double factor = f == 0 ? 20.0 : f == 1 ? 0.6 : f == 2 ? 3.0 : 0.05;
+    for (int t = 0; t < 2; t++) { /* uint8 with per-level samplers, float32 without */
+      ladle_dtype dt = t ? LADLE_FLOAT32 : LADLE_UINT8;
+      ladle__rand_sample s;
+      memset(&s, 0, sizeof s);
+      ladle__rng_init(&s.rng, 31, 41, 59, (uint64_t)(f * 2 + t));
+      s.count = N;
+      s.group = 1;
+      s.p[0] = factor;
+      s.in = t ? (const void *)fin : (const void *)in;
+      s.out = t ? (void *)fwant : (void *)want;
+      for (int64_t j = 0; j < N; j++) ladle__rand_group(LADLE_NOISE_SHOT, &s, lgam, 40, dt, dt, j);
+      ladle__poisson levels[256];
+      for (int x = 0; x < 256; x++) ladle__poisson_init(&levels[x], ladle__shot_lambda_of(x, factor));
+      s.out = t ? (void *)fgot : (void *)got;
+      for (uint32_t th = 0; th < THREADS; th++) ladle__shot_walk(&s, dt, t ? NULL : levels, lgam, 40, th, THREADS);
+      CHECK(t ? !memcmp(fwant, fgot, sizeof fgot) : !memcmp(want, got, sizeof got));
+      /* and without the table: the same numbers (the table holds this libm's lgamma) */
+      s.out = t ? (void *)fgot : (void *)got;
+      for (int64_t j = 0; j < N; j++) ladle__rand_group(LADLE_NOISE_SHOT, &s, NULL, 0, dt, dt, j);
+      CHECK(t ? !memcmp(fwant, fgot, sizeof fgot) : !memcmp(want, got, sizeof got));
+    }
+  }
+}
+
 #ifdef LADLE_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -183,8 +222,12 @@ static void test_gpu_case(int kind, ladle_dtype out_t, ladle_dtype in_t, int gro
   ladle__rng r;
   ladle__rng_init(&r, 4321, (uint64_t)kind, (uint64_t)out_t, (uint64_t)in_t);
   int noise = kind >= LADLE_NOISE_GAUSSIAN, choice = kind == LADLE_RAND_CHOICE;
-  double table[4] = {0.1, 0.35, 0.9, 1.0};
+  double table[64] = {0.1, 0.35, 0.9, 1.0};
   int table_len = kind == LADLE_RAND_VALUES || choice ? 4 : 0;
+  if (kind == LADLE_NOISE_SHOT) { /* lgamma(k + 1) below 64, the GPU's own lgamma above */
+    table_len = 64;
+    ladle__poisson_lgamma_table(table, table_len);
+  }
   ladle__rand_sample d[SAMPLES], h[SAMPLES];
   void *cpu_out[SAMPLES], *gpu_out[SAMPLES], *host_in[SAMPLES], *dev_in[SAMPLES];
   size_t es = ladle_dtype_size(out_t), is = ladle_dtype_size(in_t);
@@ -290,7 +333,9 @@ static void time_gpu(void *stream) {
   static const char *names[] = {"noise.salt_and_pepper prob=0.05", "noise.gaussian stddev=10", "noise.shot factor=20",
                                 "random.coin_flip", "random.uniform", "random.normal"};
   ladle__rand_sample d[BATCH];
-  size_t bytes = ladle__gpu_rand_param_bytes(BATCH, 0);
+  double lgam[1024]; /* as noise.shot's state */
+  ladle__poisson_lgamma_table(lgam, 1024);
+  size_t bytes = ladle__gpu_rand_param_bytes(BATCH, 1024);
   void *hp = NULL, *dp = NULL;
   cudaHostAlloc(&hp, bytes, cudaHostAllocDefault);
   cudaMalloc(&dp, bytes);
@@ -315,7 +360,8 @@ static void time_gpu(void *stream) {
     float best = 1e30f;
     for (int rep = 0; rep < 6; rep++) {
       cudaEventRecord(e0, (cudaStream_t)stream);
-      CHECK_OK(ladle__gpu_rand(d, BATCH, kind, NULL, 0, t, t, hp, dp, bytes, stream));
+      int shot = kind == LADLE_NOISE_SHOT;
+      CHECK_OK(ladle__gpu_rand(d, BATCH, kind, shot ? lgam : NULL, shot ? 1024 : 0, t, t, hp, dp, bytes, stream));
       cudaEventRecord(e1, (cudaStream_t)stream);
       cudaEventSynchronize(e1);
       float ms = 0;
@@ -354,6 +400,7 @@ int main(void) {
   RUN(test_samplers);
   RUN(test_pinned_streams);
   RUN(test_group_is_per_element);
+  RUN(test_shot_walk);
 #ifdef LADLE_HAVE_CUDA
   if (ladle__cuda_device_count() > 0) {
     void *stream = NULL;
