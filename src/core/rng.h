@@ -58,27 +58,49 @@ static inline LADLE_HD void ladle__rng_init(ladle__rng *r, uint64_t seed, uint64
   r->ctr[1] = (uint32_t)epoch;
   r->ctr[2] = (uint32_t)sample;
   r->ctr[3] = (uint32_t)(sample >> 32);
+  r->out[0] = r->out[1] = r->out[2] = r->out[3] = 0; /* never read before the first block */
   r->used = 4;
 }
 
+/* The next word. out[] is read through selects, not out[used]: a GPU thread
+ * then keeps the whole generator in registers (an array indexed at run time
+ * lives in local memory, which made every draw a memory round trip). */
 static inline LADLE_HD uint32_t ladle__rng_u32(ladle__rng *r) {
   if (r->used == 4) {
     ladle__philox_block(r->ctr, r->key, r->out);
     r->ctr[0]++;
     r->used = 0;
   }
-  return r->out[r->used++];
+  int u = r->used++;
+  return u == 0 ? r->out[0] : u == 1 ? r->out[1] : u == 2 ? r->out[2] : r->out[3];
+}
+
+/* a * b rounded on its own. A formula shared by the CPU and CUDA writes a
+ * product that feeds a sum with this: nvcc fuses a * b + c into one FMA (one
+ * rounding), the CPU build does not (core/no_fma.h), and the two would differ
+ * in the last bit. */
+static inline LADLE_HD double ladle__dmul(double a, double b) {
+#if defined(__CUDA_ARCH__)
+  return __dmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+
+/* The double (hi * 2^26 + lo) / 2^53 of two words: 53 random bits, exact. */
+static inline LADLE_HD double ladle__u53(uint32_t a, uint32_t b) {
+  return (double)(((uint64_t)(a >> 5) << 26) | (b >> 6)) * (1.0 / 9007199254740992.0);
 }
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline LADLE_HD double ladle__rng_uniform(ladle__rng *r) {
-  uint64_t hi = ladle__rng_u32(r) >> 5, lo = ladle__rng_u32(r) >> 6;
-  return (double)(hi * 67108864.0 + lo) * (1.0 / 9007199254740992.0);
+  uint32_t a = ladle__rng_u32(r);
+  return ladle__u53(a, ladle__rng_u32(r));
 }
 
 /* Uniform in [lo, hi). */
 static inline LADLE_HD double ladle__rng_range(ladle__rng *r, double lo, double hi) {
-  return lo + (hi - lo) * ladle__rng_uniform(r);
+  return lo + ladle__dmul(hi - lo, ladle__rng_uniform(r));
 }
 
 /* Uniform integer in [0, n), without modulo bias (n >= 1). */
@@ -125,11 +147,13 @@ static inline LADLE_HD double ladle__rng_gamma(ladle__rng *r, double shape) {
   }
   double d = shape - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
   for (;;) {
-    double x = ladle__rng_normal(r), v = 1.0 + c * x;
+    double x = ladle__rng_normal(r), v = 1.0 + ladle__dmul(c, x);
     if (v <= 0) continue;
     v = v * v * v;
     double u = 1.0 - ladle__rng_uniform(r);
-    if (u < 1.0 - 0.0331 * x * x * x * x || log(u) < 0.5 * x * x + d * (1.0 - v + log(v))) return d * v * boost;
+    if (u < 1.0 - ladle__dmul(0.0331 * x * x * x, x) ||
+        log(u) < ladle__dmul(0.5 * x, x) + ladle__dmul(d, 1.0 - v + log(v)))
+      return d * v * boost;
   }
 }
 
@@ -140,29 +164,81 @@ static inline LADLE_HD double ladle__rng_beta(ladle__rng *r, double a, double b)
 }
 
 /* Poisson(lambda), lambda >= 0: multiplying uniforms below 10, Hormann's
- * transformed rejection (PTRS) from 10 on. */
-static inline LADLE_HD double ladle__rng_poisson(ladle__rng *r, double lambda) {
-  if (!(lambda > 0)) return 0;
+ * transformed rejection (PTRS) from 10 on, as a sampler that moves in steps
+ * of one Philox block (two uniforms, drawn before the branch so that GPU
+ * lanes on either side share the block): ladle__rng_poisson runs the steps
+ * to the end; a GPU thread can interleave the steps of its elements, so
+ * lanes of a warp that finish early take their next element instead of
+ * waiting for the slowest (the same numbers either way). A stream must be at
+ * a block boundary when the sampler starts (a fresh substream is); the
+ * sampler consumes whole blocks. The state after ladle__poisson_init is a
+ * function of lambda alone, so it can be made once per input level. */
+typedef struct ladle__poisson {
+  double lambda, k;                          /* k: the sample once done */
+  double limit, prod;                        /* lambda < 10 */
+  double loglam, a, b, log_inv_alpha, vr;    /* PTRS */
+} ladle__poisson;
+
+/* 1 when the sample is known without a draw (lambda <= 0 or NaN: 0). */
+static inline LADLE_HD int ladle__poisson_init(ladle__poisson *p, double lambda) {
+  p->lambda = lambda;
+  p->k = p->limit = p->prod = 0;
+  p->loglam = p->a = p->b = p->log_inv_alpha = p->vr = 0;
+  if (!(lambda > 0)) return 1;
   if (lambda < 10) {
-    double limit = exp(-lambda), prod = 1.0;
-    int k = -1;
-    do {
-      k++;
-      prod *= ladle__rng_uniform(r);
-    } while (prod > limit);
-    return k;
+    p->limit = exp(-lambda);
+    p->prod = 1.0;
+    p->k = -1;
+    return 0;
   }
-  double slam = sqrt(lambda), loglam = log(lambda);
-  double b = 0.931 + 2.53 * slam, a = -0.059 + 0.02483 * b;
-  double inv_alpha = 1.1239 + 1.1328 / (b - 3.4), vr = 0.9277 - 3.6224 / (b - 2);
-  for (;;) {
-    double u = ladle__rng_uniform(r) - 0.5, v = ladle__rng_uniform(r);
-    double us = 0.5 - fabs(u);
-    double k = floor((2 * a / us + b) * u + lambda + 0.43);
-    if (us >= 0.07 && v <= vr) return k;
-    if (k < 0 || (us < 0.013 && v > us)) continue;
-    if (log(v) + log(inv_alpha) - log(a / (us * us) + b) <= -lambda + k * loglam - lgamma(k + 1)) return k;
+  double slam = sqrt(lambda);
+  p->loglam = log(lambda);
+  p->b = 0.931 + ladle__dmul(2.53, slam);
+  p->a = -0.059 + ladle__dmul(0.02483, p->b);
+  p->log_inv_alpha = log(1.1239 + 1.1328 / (p->b - 3.4));
+  p->vr = 0.9277 - 3.6224 / (p->b - 2);
+  return 0;
+}
+
+/* One block; 1 when p->k is the sample. lgam[k] (k < lgam_len; lgam may be
+ * NULL) holds lgamma(k + 1) as computed by the host's libm: a GPU reading it
+ * skips its own lgamma and rounds as the CPU does. */
+static inline LADLE_HD int ladle__poisson_step(ladle__poisson *p, ladle__rng *r, const double *lgam, int lgam_len) {
+  double u1 = ladle__rng_uniform(r), u2 = ladle__rng_uniform(r);
+  if (p->lambda < 10) {
+    p->k++;
+    p->prod *= u1;
+    if (!(p->prod > p->limit)) return 1;
+    p->k++;
+    p->prod *= u2;
+    return !(p->prod > p->limit);
   }
+  double lambda = p->lambda, a = p->a, b = p->b;
+  double u = u1 - 0.5, v = u2;
+  double us = 0.5 - fabs(u);
+  double k = floor(ladle__dmul(2 * a / us + b, u) + lambda + 0.43);
+  p->k = k;
+  if (us >= 0.07 && v <= p->vr) return 1;
+  if (k < 0 || (us < 0.013 && v > us)) return 0;
+  double lgk = k < lgam_len ? lgam[(int)k] : lgamma(k + 1);
+  return log(v) + p->log_inv_alpha - log(a / (us * us) + b) <= -lambda + ladle__dmul(k, p->loglam) - lgk;
+}
+
+/* lgamma(k + 1) for k < n: the table ladle__poisson_step reads. */
+static inline void ladle__poisson_lgamma_table(double *lgam, int n) {
+  for (int k = 0; k < n; k++) lgam[k] = lgamma(k + 1.0);
+}
+
+static inline LADLE_HD double ladle__rng_poisson_t(ladle__rng *r, double lambda, const double *lgam, int lgam_len) {
+  ladle__poisson p;
+  if (!ladle__poisson_init(&p, lambda))
+    while (!ladle__poisson_step(&p, r, lgam, lgam_len)) {
+    }
+  return p.k;
+}
+
+static inline LADLE_HD double ladle__rng_poisson(ladle__rng *r, double lambda) {
+  return ladle__rng_poisson_t(r, lambda, NULL, 0);
 }
 
 #endif

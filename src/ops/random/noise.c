@@ -1,6 +1,8 @@
 /* noise.gaussian, noise.salt_and_pepper, noise.shot: the input with noise
  * drawn per element (salt and pepper: per pixel unless per_channel), same
  * shape and type; integer outputs round to nearest even and saturate. */
+#include "core/no_fma.h"
+
 #include <string.h>
 
 #include "ops/random/random_op.h"
@@ -19,9 +21,9 @@ static const ladle_arg_schema salt_pepper_args[SP_COUNT] = {
     [SP_SALT_VS_PEPPER] = {LADLE_FLOAT_ARG("salt_vs_pepper", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0),
         .doc = "Probability that a corrupted value is salt (else pepper)."},
     [SP_SALT_VAL] = {LADLE_OPTIONAL_ARG("salt_val", LADLE_ARG_FLOAT), .per_sample = 1,
-        .doc = "Value of salt; default: 1.0 for floats, the type's maximum for integers."},
+        .doc = "Value of salt; default: 1.0 for floats, the type's maximum for integers (1 for BOOL)."},
     [SP_PEPPER_VAL] = {LADLE_OPTIONAL_ARG("pepper_val", LADLE_ARG_FLOAT), .per_sample = 1,
-        .doc = "Value of pepper; default: -1.0 for floats, the type's minimum for integers."},
+        .doc = "Value of pepper; default: -1.0 for floats, the type's minimum for integers (0 for BOOL)."},
     [SP_PER_CHANNEL] = {LADLE_BOOL_ARG("per_channel", 0),
         .doc = "True: each channel is corrupted independently; False: a pixel's channels together (the "
                "channels are the innermost axis, or the layout's C)."},
@@ -70,9 +72,18 @@ static ladle_status salt_pepper_init(ladle__node *n) {
 
 static ladle_status salt_pepper_setup(ladle__node *n, ladle__sample *s) {
   ladle__rand_sample *d = noise_setup(n, s);
+  /* DALI's defaults: the type's maximum and minimum (2^63 and 2^64 saturate to the largest integer on the
+   * store), 1 and -1 for floats. */
+  static const double type_max[LADLE_DTYPE_COUNT] = {
+      [LADLE_UINT8] = 255.0, [LADLE_INT8] = 127.0, [LADLE_INT16] = 32767.0, [LADLE_UINT16] = 65535.0,
+      [LADLE_INT32] = 2147483647.0, [LADLE_UINT32] = 4294967295.0, [LADLE_INT64] = 9223372036854775808.0,
+      [LADLE_UINT64] = 18446744073709551616.0, [LADLE_BOOL] = 1.0, [LADLE_FLOAT16] = 1.0, [LADLE_FLOAT32] = 1.0,
+      [LADLE_FLOAT64] = 1.0};
+  static const double type_min[LADLE_DTYPE_COUNT] = {
+      [LADLE_INT8] = -128.0, [LADLE_INT16] = -32768.0, [LADLE_INT32] = -2147483648.0,
+      [LADLE_INT64] = -9223372036854775808.0, [LADLE_FLOAT16] = -1.0, [LADLE_FLOAT32] = -1.0, [LADLE_FLOAT64] = -1.0};
   ladle_dtype t = n->in[0].dtype;
-  double hi = t == LADLE_UINT8 ? 255.0 : t == LADLE_INT32 ? 2147483647.0 : t == LADLE_INT64 ? 9.2233720368547748e18 : 1.0;
-  double lo = t == LADLE_UINT8 ? 0.0 : t == LADLE_INT32 ? -2147483648.0 : t == LADLE_INT64 ? -9.2233720368547758e18 : -1.0;
+  double hi = t >= 0 && t < LADLE_DTYPE_COUNT ? type_max[t] : 1.0, lo = t >= 0 && t < LADLE_DTYPE_COUNT ? type_min[t] : -1.0;
   d->p[0] = ladle__arg_float(n, s, SP_PROB);
   d->p[1] = ladle__arg_float(n, s, SP_SALT_VS_PEPPER);
   d->p[2] = ladle__arg_given(n, SP_SALT_VAL) ? ladle__arg_float(n, s, SP_SALT_VAL) : hi;
@@ -83,7 +94,16 @@ static ladle_status salt_pepper_setup(ladle__node *n, ladle__sample *s) {
   return LADLE_OK;
 }
 
-static ladle_status shot_init(ladle__node *n) { return noise_init(n, LADLE_NOISE_SHOT); }
+/* The state's table: lgamma(k + 1) for the Poisson sampler's rejection test
+ * (a GPU reads it instead of computing its own, which may round otherwise). */
+enum { SHOT_LGAMMA = 1024 };
+
+static ladle_status shot_init(ladle__node *n) {
+  double lgam[SHOT_LGAMMA];
+  ladle__poisson_lgamma_table(lgam, SHOT_LGAMMA);
+  n->out[0] = n->in[0];
+  return ladle__rand_state_init(n, LADLE_NOISE_SHOT, lgam, SHOT_LGAMMA);
+}
 
 static ladle_status shot_setup(ladle__node *n, ladle__sample *s) {
   noise_setup(n, s)->p[0] = ladle__arg_float(n, s, SHOT_FACTOR);

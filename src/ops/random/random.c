@@ -2,6 +2,8 @@
  * choice): a value or a small tensor per sample, each element drawn from its
  * own substream of the sample's stream (random_kernel.h), on the CPU or the
  * GPU with the same numbers. Also the machinery noise.c shares (random_op.h). */
+#include "core/no_fma.h"
+
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,8 +43,8 @@ ladle_status ladle__rand_run(ladle__node *n, ladle__sample *s) {
   int in_dtype = n->num_inputs ? (int)n->in[0].dtype : LADLE_FLOAT32;
   d.out = out.data;
   d.in = n->num_inputs ? ladle__input(n, s, 0).data : NULL;
-  for (int64_t i = 0; i < d.count; i++)
-    ladle__rand_store(d.out, out.dtype, i, ladle__rand_value(st->kind, &d, st->table, st->table_len, in_dtype, i));
+  for (int64_t j = 0; j < d.count / d.group; j++)
+    ladle__rand_group(st->kind, &d, st->table, st->table_len, out.dtype, in_dtype, j);
   return LADLE_OK;
 }
 

@@ -123,6 +123,36 @@ def test_shot_noise_statistics(level, factor):
     assert np.allclose(x / factor, np.round(x / factor), atol=1e-3)
 
 
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64,
+                                   np.float16, np.float32, np.float64, np.bool_], ids=lambda d: np.dtype(d).name)
+def test_salt_and_pepper_default_values(dtype):
+    # DALI 2.4: the type's maximum and minimum for integers (checked with its CPU operator), 1 and -1 for floats;
+    # BOOL (which DALI refuses): 1 and 0.
+    x = np.ones((40, 40, 1), dtype)
+    y = run_inferred("cpu", lambda x: fn.noise.salt_and_pepper(x, prob=1.0), {"x": [x]})[0][0][0]
+    if np.issubdtype(dtype, np.integer):
+        want = {np.iinfo(dtype).min, np.iinfo(dtype).max}
+    else:
+        want = {0, 1} if dtype == np.bool_ else {-1.0, 1.0}
+    assert y.dtype == dtype and set(np.unique(y).tolist()) == want
+
+
+def test_noise_statistics_uint8():
+    # op_bench's settings on uint8 images: the kernels made per dtype, checked by the distribution they draw.
+    img = np.full((100, 100, 3), 128, np.uint8)
+    g, sp = run(lambda x: (fn.noise.gaussian(x, stddev=10.0), fn.noise.salt_and_pepper(x, prob=0.3, per_channel=True)),
+                feeds={"x": [img, img]})
+    dark = np.full((100, 100, 3), 64, np.uint8)  # 20 * Poisson(3.2): saturates at 255 (k >= 13) with p ~ 1e-5
+    sh = run(lambda x: fn.noise.shot(x, factor=20.0), feeds={"x": [dark, dark]})
+    check_mean_var(g[0].astype(np.float64) - 128, 0, 100 + 1 / 12, 0.0)  # rounding adds a uniform(-0.5, 0.5)
+    v = sp[0].ravel()
+    n = v.size
+    for value, p in ((255, 0.15), (0, 0.15), (128, 0.7)):
+        assert abs(np.mean(v == value) - p) <= 6 * np.sqrt(p * (1 - p) / n), value
+    check_mean_var(sh[0], 64, 20 * 64, 1 / 3.2)
+    assert np.all((sh[0] % 20 == 0) | (sh[0] == 255))
+
+
 def test_reproducible_and_independent_of_threads():
     img = (np.arange(40 * 30 * 3) % 256).astype(np.uint8).reshape(40, 30, 3)
 
@@ -225,3 +255,94 @@ def test_gpu_noise_and_choice_equal_cpu():
                 np.testing.assert_array_equal(s, t)
             else:  # uint8 after rounding: a transcendental ulp moves a value across .5 very rarely
                 assert np.mean(s != t) <= 1e-3 and np.abs(s.astype(int) - t).max() <= 255
+
+
+NOISE_DTYPES = [np.uint8, np.int8, np.int16, np.uint16, np.int32, np.uint32, np.int64, np.uint64, np.float16,
+                np.float32, np.float64, np.bool_]
+
+
+DTYPES = {np.uint8: types.UINT8, np.int8: types.INT8, np.int16: types.INT16, np.uint16: types.UINT16,
+          np.int32: types.INT32, np.uint32: types.UINT32, np.int64: types.INT64, np.uint64: types.UINT64,
+          np.float16: types.FLOAT16, np.float32: types.FLOAT, np.float64: types.FLOAT64, np.bool_: types.BOOL}
+
+
+def noise_input(rng, shape, dtype):
+    if dtype == np.bool_:
+        return rng.randint(0, 2, shape).astype(dtype)
+    if np.issubdtype(dtype, np.integer):
+        lo = 0 if np.issubdtype(dtype, np.unsignedinteger) else -60
+        return rng.randint(lo, 300 if dtype != np.int8 else 128, shape).astype(dtype)
+    return (rng.rand(*shape) * 300 - 20).astype(dtype)
+
+
+def noise_graph(dev, x, sd, prob, factor):
+    return (fn.noise.gaussian(x, device=dev, stddev=sd, mean=0.25), fn.noise.salt_and_pepper(x, device=dev, prob=prob),
+            fn.noise.salt_and_pepper(x, device=dev, per_channel=True, prob=prob, salt_vs_pepper=0.3),
+            fn.noise.shot(x, device=dev, factor=factor), fn.noise.shot(x, device=dev, factor=0.3))
+
+
+def run_inferred(dev, graph, feeds, iterations=1):
+    """graph(**nodes) on `dev` with external sources that take the fed dtype; one list of outputs per iteration."""
+    batch = len(next(iter(feeds.values())))
+    pipe = ladle.Pipeline(batch_size=batch, num_threads=2, seed=9, device_id=None if dev == "cpu" else 0)
+    with pipe:
+        src = {k: fn.external_source(name=k, dtype=DTYPES[np.asarray(v[0]).dtype.type], ndim=np.ndim(v[0]),
+                                     layout="HWC" if k == "x" else None) for k, v in feeds.items()}
+        if dev == "gpu":
+            src["x"] = src["x"].gpu()
+        outs = graph(**src)
+        pipe.set_outputs(*(outs if isinstance(outs, tuple) else (outs,)))
+    got = []
+    for _ in range(iterations):
+        for k, v in feeds.items():
+            pipe.feed_input(k, v)
+        got.append([[np.array((tl.as_cpu() if hasattr(tl, "as_cpu") else tl).at(i)) for i in range(batch)]
+                    for tl in pipe.run()])
+    pipe.close()
+    return got
+
+
+def run_noise_both(dtype, iterations=1):
+    """noise.* of every kind on the CPU and the GPU: odd shapes, a 1-pixel and an empty sample, 1 to 4 channels,
+    per-sample stddev / prob / factor (tensor arguments)."""
+    rng = np.random.RandomState(5)
+    shapes = [(17, 23, 3), (1, 1, 3), (0, 7, 3), (40, 9, 4), (5, 3, 1), (3, 331, 2)]
+    x = [noise_input(rng, s, dtype) for s in shapes]
+    feeds = {"x": x, "sd": [np.float32(v) for v in (0.5, 3, 10, 40, 0.1, 7)],
+             "prob": [np.float32(v) for v in (0.05, 0.5, 1.0, 0.3, 0.0, 0.2)],
+             "factor": [np.float32(v) for v in (20, 0.05, 1, 3.5, 0, 0.7)]}
+    cpu, gpu = (run_inferred(dev, lambda x, sd, prob, factor: noise_graph(dev, x, sd, prob, factor), feeds,
+                             iterations) for dev in ("cpu", "gpu"))
+    return x, cpu, gpu
+
+
+def test_noise_every_dtype_cpu():
+    # The CPU side of the GPU test below: shapes and dtypes kept; prob 0 and factor 0 return the input.
+    for dtype in NOISE_DTYPES:
+        rng = np.random.RandomState(1)
+        x = [noise_input(rng, s, dtype) for s in [(4, 5, 3), (0, 2, 3), (1, 1, 1)]]
+        got = run_inferred("cpu", lambda x: (fn.noise.gaussian(x, stddev=2), fn.noise.salt_and_pepper(x, prob=0.0),
+                                             fn.noise.shot(x, factor=0.0)), {"x": x})[0]
+        for k, outs in enumerate(got):
+            for s, t in zip(outs, x):
+                assert s.dtype == t.dtype and s.shape == t.shape, (dtype, k)
+                if k:
+                    np.testing.assert_array_equal(s, t)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", NOISE_DTYPES, ids=lambda d: np.dtype(d).name)
+def test_gpu_noise_every_dtype_equal_cpu(dtype):
+    x, cpu, gpu = run_noise_both(dtype, iterations=2)
+    for it in range(2):
+        for k, (c, g) in enumerate(zip(cpu[it], gpu[it])):
+            for i, (s, t) in enumerate(zip(c, g)):
+                assert s.dtype == t.dtype == x[i].dtype and s.shape == t.shape == x[i].shape, (k, i)
+                if k in (1, 2):  # salt and pepper: comparisons and copies only
+                    np.testing.assert_array_equal(s, t)
+                elif k == 0 and np.issubdtype(dtype, np.floating):
+                    # log/cos: an ulp of a double between libm and CUDA, then rounded to the output type
+                    np.testing.assert_allclose(s.astype(np.float64), t.astype(np.float64),
+                                               rtol=1e-3 if dtype == np.float16 else 1e-6, atol=1e-6)
+                else:  # a rounding at .5 (gaussian), a flipped Poisson stopping/rejection test (shot)
+                    assert np.count_nonzero(s != t) <= 1 + s.size // 1000, (k, i)
