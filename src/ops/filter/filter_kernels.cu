@@ -98,12 +98,13 @@ __global__ void erase_fill_kernel(const ladle__gpu_erase_desc *__restrict__ samp
   }
 }
 
+/* Element i of any dtype as a float, as ladle__convert converts it. */
 __device__ float load_float(const void *p, int type, int64_t i) {
-  switch (type) {
-    case LADLE_UINT8: return (float)((const uint8_t *)p)[i];
-    case LADLE_INT32: return (float)((const int32_t *)p)[i];
-    case LADLE_INT64: return (float)((const int64_t *)p)[i];
-    default: return ((const float *)p)[i];
+  switch (ladle__dtype_carrier(type)) {
+    case LADLE__CARRY_F32: return ladle__load_f32(p, (size_t)i, type);
+    case LADLE__CARRY_F64: return ladle__f64_to_f32(ladle__load_f64(p, (size_t)i, type));
+    case LADLE__CARRY_U64: return (float)ladle__load_u64(p, (size_t)i, type);
+    default: return (float)ladle__load_i64(p, (size_t)i, type);
   }
 }
 
@@ -115,9 +116,20 @@ __device__ int64_t reflect101(int64_t i, int64_t len) {
   return i >= len ? period - i : i;
 }
 
-/* I: the index type (32-bit where the pass has fewer than 2^31 elements).
- * Taps inside [0, len) skip reflect101 (which returns them unchanged). */
-template <typename I>
+/* A value of type T (LADLE_UINT8 or LADLE_FLOAT32 known at compile time,
+ * -1: the descriptor's type t) as a float. */
+template <int T>
+__device__ __forceinline__ float blur_load(const void *p, int t, int64_t i) {
+  if (T == LADLE_UINT8) return (float)((const uint8_t *)p)[i];
+  if (T == LADLE_FLOAT32) return ((const float *)p)[i];
+  return load_float(p, t, i);
+}
+
+/* I: the index type (32-bit where the pass has fewer than 2^31 elements);
+ * ST, DT: the source and destination types where they are uint8 or float
+ * (no per-tap type switch), else -1. Taps inside [0, len) skip reflect101
+ * (which returns them unchanged). */
+template <typename I, int ST, int DT>
 __device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count) {
   const I inner = (I)s->inner, len = (I)s->len;
   const int r = s->radius;
@@ -125,36 +137,51 @@ __device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count
     const I q = e / inner, j = e - q * inner, o = q / len, i = q - o * len;
     const I base = o * len * inner + j;
     float acc = 0;
-    for (int k = -r; k <= r; k++) {
-      const int64_t t = (int64_t)i + k;
-      const I at = t >= 0 && t < (int64_t)len ? (I)t : (I)reflect101(t, (int64_t)len);
-      acc = __fadd_rn(acc, __fmul_rn(w[k + r], load_float(s->src, s->src_type, (int64_t)(base + at * inner))));
+    if (i >= (I)r && i + (I)r < len) { /* every tap inside */
+      for (int k = -r; k <= r; k++)
+        acc = __fadd_rn(acc, __fmul_rn(w[k + r], blur_load<ST>(s->src, s->src_type, (int64_t)(base + (i + k) * inner))));
+    } else {
+      for (int k = -r; k <= r; k++) {
+        const int64_t t = (int64_t)i + k;
+        const I at = t >= 0 && t < (int64_t)len ? (I)t : (I)reflect101(t, (int64_t)len);
+        acc = __fadd_rn(acc, __fmul_rn(w[k + r], blur_load<ST>(s->src, s->src_type, (int64_t)(base + at * inner))));
+      }
     }
-    ladle__gpu_store(s->dst, (size_t)e, s->dst_type, acc);
+    ladle__store_f32(s->dst, (size_t)e, DT < 0 ? s->dst_type : DT, acc);
   }
 }
 
+template <int ST, int DT>
 __global__ void blur_kernel(const ladle__gpu_blur_pass *__restrict__ passes, const float *__restrict__ weights) {
   const ladle__gpu_blur_pass *s = passes + blockIdx.y;
   const int64_t count = s->outer * s->len * s->inner;
   const float *w = weights + s->weights;
   if (count <= 0) return;
   if (count <= 0x7fffffff)
-    blur_pass<unsigned>(s, w, (unsigned)count);
+    blur_pass<unsigned, ST, DT>(s, w, (unsigned)count);
   else
-    blur_pass<unsigned long long>(s, w, (unsigned long long)count);
+    blur_pass<unsigned long long, ST, DT>(s, w, (unsigned long long)count);
+}
+
+typedef void (*blur_fn)(const ladle__gpu_blur_pass *, const float *);
+
+template <int ST>
+blur_fn blur_for(int dst_type) {
+  return dst_type == LADLE_FLOAT32 ? blur_kernel<ST, LADLE_FLOAT32>
+         : dst_type == LADLE_UINT8 ? blur_kernel<ST, LADLE_UINT8>
+                                   : blur_kernel<ST, -1>;
+}
+
+blur_fn blur_kernel_for(int src_type, int dst_type) {
+  return src_type == LADLE_FLOAT32 ? blur_for<LADLE_FLOAT32>(dst_type)
+         : src_type == LADLE_UINT8 ? blur_for<LADLE_UINT8>(dst_type)
+                                   : blur_for<-1>(dst_type);
 }
 
 /* --- normalize ------------------------------------------------------------ */
 
-__device__ double load_double(const void *p, int type, int64_t i) {
-  switch (type) {
-    case LADLE_UINT8: return (double)((const uint8_t *)p)[i];
-    case LADLE_INT32: return (double)((const int32_t *)p)[i];
-    case LADLE_INT64: return (double)((const int64_t *)p)[i];
-    default: return (double)((const float *)p)[i];
-  }
-}
+/* Element i of any dtype as a double (filter.h's ladle__elem). */
+__device__ double load_double(const void *p, int type, int64_t i) { return ladle__load_as_f64(p, (size_t)i, type); }
 
 /* The element offset of member m of group g. */
 __device__ int64_t member_offset(const ladle__gpu_norm_desc *s, int64_t g, int64_t m) {
@@ -641,11 +668,14 @@ extern "C" ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int 
   (void)cudaGetLastError();
   for (int p = 0; p < num_passes; p++) {
     int64_t most = 1;
+    const ladle__gpu_blur_pass *q0 = passes + (size_t)p * n;
     for (int i = 0; i < n; i++) {
-      const ladle__gpu_blur_pass *q = passes + (size_t)p * n + i;
+      const ladle__gpu_blur_pass *q = q0 + i;
+      LADLE_CHECK(q->src_type == q0->src_type && q->dst_type == q0->dst_type, LADLE_ERROR_INVALID_ARGUMENT,
+                  "pass %d, sample %d: the samples' types differ", p, i);
       if (q->outer * q->len * q->inner > most) most = q->outer * q->len * q->inner;
     }
-    blur_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>(
+    blur_kernel_for(q0->src_type, q0->dst_type)<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>(
         (const ladle__gpu_blur_pass *)dev_params + (size_t)p * n, (const float *)((const char *)dev_params + table_at));
     LADLE_CUDA_CHECK_LAUNCH(blur_kernel);
   }

@@ -1,9 +1,9 @@
-"""The filter family's CUDA kernels against their CPU operators on random inputs: normalize (uint8 statistics
-from exact integer sums, so bit-identical whatever the GPU's summation order; other types summed in the CPU's
-chunk order, also bit-identical) over every arrangement of reduced axes the kernels tell apart, and filter
-(shared-memory tiles) with per-sample filters of different sizes, every border mode, every layout. Odd sample
-sizes put later samples of a batch at odd addresses (unaligned rows). Also normalize's CPU statistics against
-NumPy in float64."""
+"""The filter family's CUDA kernels against their CPU operators on random inputs, bit-identical: normalize
+(uint8 statistics from exact integer sums, so the same whatever the GPU's summation order; other types summed
+in the CPU's chunk order) over every arrangement of reduced axes the kernels tell apart; filter (shared-memory
+tiles) with per-sample filters of different sizes, every border mode, every layout; gaussian_blur's typed
+passes. Odd sample sizes put later samples of a batch at odd addresses (unaligned rows). Also normalize's CPU
+statistics against NumPy in float64."""
 
 import numpy as np
 import pytest
@@ -12,9 +12,9 @@ import ladle
 from ladle import types
 from conftest import requires_ops
 
-pytestmark = requires_ops("normalize", "filter")
+pytestmark = requires_ops("normalize", "filter", "gaussian_blur")
 
-DT = {np.uint8: types.UINT8, np.int16: types.INT16, np.int32: types.INT32, np.float32: types.FLOAT,
+DT = {np.uint8: types.UINT8, np.int16: types.INT16, np.int32: types.INT32, np.float32: types.FLOAT, np.float64: types.FLOAT64,
       np.uint16: types.UINT16, np.int8: types.INT8}
 
 
@@ -139,3 +139,33 @@ def test_gpu_filter_layouts_and_valid_equal_cpu():
     fhwc, filters = samples(10, np.float32, [(2, 30, 21, 4), (3, 8, 8, 1)]), kernels(11, [(3, 3), (8, 1)])
     assert_same([fhwc, filters], lambda fn, x, k, dev: (fn.filter(x, k, device=dev, border="wrap"),
                                                         fn.filter(x, k, device=dev, mode="valid")), "FHWC")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
+def test_gpu_gaussian_blur_equals_cpu(dtype):
+    """The blur's passes (typed loads and stores for uint8 and float, the generic path for others): windows
+    larger than the sample (reflections repeated), window 1, float output, an ImageNet-sized sample."""
+    batch = samples(12, dtype, [(403, 463, 3), (1, 1, 3), (3, 70, 3), (61, 2, 3), (33, 47, 3)])
+    assert_same([batch], lambda fn, x, dev: (fn.gaussian_blur(x, device=dev, sigma=1.5),
+                                             fn.gaussian_blur(x, device=dev, window_size=[21, 1]),
+                                             fn.gaussian_blur(x, device=dev, sigma=[0.7, 3.1], dtype=types.FLOAT)),
+                "HWC")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16, np.float64])
+def test_normalize_reads_every_dtype_numpy(dtype):
+    """Inputs other than uint8, int32, int64 and float32 were once read as float32 bits."""
+    batch = samples(13, dtype, [(7, 9, 3), (2, 1, 3)])
+    got = run_dev("cpu", [batch], lambda fn, x, dev: fn.normalize(x, axis_names="HW"), "HWC")[0]
+    for x, y in zip(batch, got):
+        x64 = x.astype(np.float64)
+        mean, std = x64.mean(axis=(0, 1)), x64.std(axis=(0, 1))
+        np.testing.assert_allclose(y, (x64 - mean) / std, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint16])
+def test_gpu_normalize_other_dtypes_equal_cpu(dtype):
+    assert_same([samples(14, dtype, [(7, 9, 3), (2, 1, 3), (40, 33, 3)])],
+                lambda fn, x, dev: (fn.normalize(x, device=dev), fn.normalize(x, device=dev, axis_names="HW")), "HWC")
