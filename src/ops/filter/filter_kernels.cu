@@ -139,7 +139,8 @@ __device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count
     float acc = 0;
     if (i >= (I)r && i + (I)r < len) { /* every tap inside */
       for (int k = -r; k <= r; k++)
-        acc = __fadd_rn(acc, __fmul_rn(w[k + r], blur_load<ST>(s->src, s->src_type, (int64_t)(base + (i + k) * inner))));
+        acc = __fadd_rn(acc, __fmul_rn(w[k + r],
+                                       blur_load<ST>(s->src, s->src_type, (int64_t)(base + (i + k) * inner))));
     } else {
       for (int k = -r; k <= r; k++) {
         const int64_t t = (int64_t)i + k;
@@ -201,33 +202,51 @@ __device__ int64_t member_offset(const ladle__gpu_norm_desc *s, int64_t g, int64
   return off;
 }
 
-/* Chunk sums: pass 0 of x, pass 1 of (x - mean)^2. One thread per (group, chunk).
- * exact (uint8), gmode -1: the integer sums of x and x^2 added to the group's. */
-__global__ void norm_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int pass) {
+/* The element offset of member m of group g where the sample has a ga x gb view. */
+__device__ __forceinline__ int64_t member_at(const ladle__gpu_norm_desc *s, int64_t g, int64_t m) {
+  return s->gmode == 1 ? g * s->gb + m : s->gmode == 0 ? m * s->gb + g : member_offset(s, g, m);
+}
+
+/* exact (uint8), gmode -1: one thread per (group, chunk) adds the chunk's
+ * integer sums of x and x^2 to the group's. */
+__global__ void norm_exact_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
   const ladle__gpu_norm_desc *s = samples + blockIdx.y;
   const int64_t items = s->groups * s->chunks;
-  if (s->exact && s->gmode >= 0) return; /* norm_exact_kernel's */
+  if (!s->exact || s->gmode >= 0) return; /* norm_exact_kernel's */
   for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += (int64_t)gridDim.x * blockDim.x) {
     const int64_t g = t / s->chunks, c = t % s->chunks;
     const int64_t end = (c + 1) * LADLE__NORM_CHUNK < s->members ? (c + 1) * LADLE__NORM_CHUNK : s->members;
-    if (s->exact) {
-      unsigned long long a = 0, q = 0;
-      for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
-        const unsigned x = ((const uint8_t *)s->in)[member_offset(s, g, m)];
-        a += x;
-        q += x * x;
-      }
-      atomicAdd((unsigned long long *)s->stat_mean + g, a);
-      atomicAdd((unsigned long long *)s->stat_m2 + g, q);
-      continue;
+    unsigned long long a = 0, q = 0;
+    for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
+      const unsigned x = ((const uint8_t *)s->in)[member_offset(s, g, m)];
+      a += x;
+      q += x * x;
     }
+    atomicAdd((unsigned long long *)s->stat_mean + g, a);
+    atomicAdd((unsigned long long *)s->stat_m2 + g, q);
+  }
+}
+
+/* Other types: chunk sums, pass 0 of x, pass 1 of (x - mean)^2, in
+ * normalize.c's order: one warp per (group, chunk), lane l adding members
+ * l, l + 32, ... of the chunk in turn, then the lanes combined by halving
+ * (lane l + 16 into lane l, then l + 8, ... l + 1). */
+__global__ void norm_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int pass) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  const int64_t items = s->groups * s->chunks;
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < items; t += warps) {
+    const int64_t g = t / s->chunks, c = t % s->chunks;
+    const int64_t end = (c + 1) * LADLE__NORM_CHUNK < s->members ? (c + 1) * LADLE__NORM_CHUNK : s->members;
     const double mean = pass ? s->stat_mean[g] : 0;
     double acc = 0;
-    for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
-      const double x = load_double(s->in, s->in_type, member_offset(s, g, m)), d = __dsub_rn(x, mean);
+    for (int64_t m = c * LADLE__NORM_CHUNK + lane; m < end; m += 32) {
+      const double x = load_double(s->in, s->in_type, member_at(s, g, m)), d = __dsub_rn(x, mean);
       acc = __dadd_rn(acc, pass ? __dmul_rn(d, d) : x);
     }
-    s->part[t] = acc;
+    for (int off = 16; off > 0; off >>= 1) acc = __dadd_rn(acc, __shfl_down_sync(0xffffffffu, acc, off));
+    if (lane == 0) s->part[t] = acc;
   }
 }
 
@@ -405,7 +424,8 @@ template <typename I, int IT, int OT>
 __device__ void norm_apply(const ladle__gpu_norm_desc *s, I count) {
   for (I e = (I)(blockIdx.x * blockDim.x + threadIdx.x); e < count; e += (I)(gridDim.x * blockDim.x)) {
     const I g = norm_group(s, e);
-    const float x = IT == LADLE_UINT8 ? (float)((const uint8_t *)s->in)[e] : (float)load_double(s->in, s->in_type, (int64_t)e);
+    const float x =
+        IT == LADLE_UINT8 ? (float)((const uint8_t *)s->in)[e] : (float)load_double(s->in, s->in_type, (int64_t)e);
     const float v = __fadd_rn(__fmul_rn(__fsub_rn(x, (float)s->stat_mean[g]), (float)s->stat_m2[g]), s->shift);
     if (OT == LADLE_FLOAT32) ((float *)s->out)[e] = v;
     else ladle__gpu_store(s->out, (size_t)e, s->out_type, v);
@@ -723,18 +743,19 @@ extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int 
     norm_zero_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd);
     LADLE_CUDA_CHECK_LAUNCH(norm_zero_kernel);
     if (general) {
-      norm_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd, 0);
-      LADLE_CUDA_CHECK_LAUNCH(norm_chunk_kernel);
+      norm_exact_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd);
+      LADLE_CUDA_CHECK_LAUNCH(norm_exact_chunk_kernel);
     }
     if (tiles) {
-      norm_exact_kernel<<<dim3((unsigned)(tiles < (1 << 20) ? tiles : (1 << 20)), (unsigned)n), NORM_THREADS, 0, s>>>(dd);
+      const unsigned grid = (unsigned)(tiles < (1 << 20) ? tiles : (1 << 20));
+      norm_exact_kernel<<<dim3(grid, (unsigned)n), NORM_THREADS, 0, s>>>(dd);
       LADLE_CUDA_CHECK_LAUNCH(norm_exact_kernel);
     }
     norm_moments_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd);
     LADLE_CUDA_CHECK_LAUNCH(norm_moments_kernel);
   } else {
     for (int pass = 0; pass < 2; pass++) {
-      norm_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd, pass);
+      norm_chunk_kernel<<<dim3(blocks_for(items * 32), (unsigned)n), 256, 0, s>>>(dd, pass); /* a warp a chunk */
       LADLE_CUDA_CHECK_LAUNCH(norm_chunk_kernel);
       norm_total_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, pass);
       LADLE_CUDA_CHECK_LAUNCH(norm_total_kernel);

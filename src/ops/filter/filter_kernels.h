@@ -70,8 +70,9 @@ ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int n, int num_
 
 /* normalize: statistics per group (the non-reduced elements). uint8 input
  * (exact = 1): norm_core.h's exact integer sums, added in any order. Other
- * types: in double, each a sum of chunk sums of LADLE__NORM_CHUNK members in
- * memory order (normalize.c sums in the same order). Then normalize.c's
+ * types: in double, each a sum of chunk sums of LADLE__NORM_CHUNK members
+ * (in memory order), a chunk summed as 32 strided lanes then combined by
+ * halving (normalize.c sums in the same order). Then normalize.c's
  * formulas. part: groups * chunks doubles, stat_mean/stat_m2: groups each,
  * batch_mean/batch_m2 (batch=True: shared by all samples): groups each, all
  * device scratch. gmode: the sample seen as ga x gb elements (axes of extent

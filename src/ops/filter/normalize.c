@@ -95,13 +95,14 @@ static int64_t group_strides(const norm_node *st, const ladle__tensor *t, int64_
 
 /* Mean and M2 per group. uint8: from the exact integer sums of x and x^2
  * (norm_core.h), which the GPU adds up in its own order with the same
- * result. Other types: in double, each a sum of chunk sums: the members of a
- * group (its elements in memory order) are summed LADLE__NORM_CHUNK at a
- * time, and the chunk sums added in order, which is what the GPU kernels do,
- * so both get the same bits. `scratch`: 2 * groups 8-byte words. */
-static void moments(const ladle__tensor *in, const int64_t *gstride, int64_t groups, double *mean, double *m2,
-                    double *count, void *scratch) {
-  double *part = scratch, *seen = part + groups;
+ * result. Other types: in double, each a sum of chunk sums in order; a chunk
+ * is LADLE__NORM_CHUNK members of the group (its elements in memory order),
+ * summed in 32 lanes (member k into lane k % 32, in turn) and the lanes
+ * combined by halving (lane l + 16 into lane l, then l + 8, ... l + 1):
+ * what the GPU's warps do, so both get the same bits. `scratch`: 2 * groups
+ * 8-byte words. */
+static void moments(const ladle__tensor *in, const int *reduced, const int64_t *gstride, int64_t groups, double *mean,
+                    double *m2, double *count, void *scratch) {
   int64_t total = 1;
   for (int d = 0; d < in->ndim; d++) total *= in->shape[d];
   *count = groups ? (double)(total / groups) : 0;
@@ -115,22 +116,43 @@ static void moments(const ladle__tensor *in, const int64_t *gstride, int64_t gro
     for (int64_t g = 0; g < groups; g++) ladle__norm_exact_moments(sum[g], sq[g], total / groups, &mean[g], &m2[g]);
     return;
   }
-  for (int pass = 0; pass < 2; pass++) {
-    double *acc = pass ? m2 : mean;
-    for (int64_t g = 0; g < groups; g++) acc[g] = part[g] = seen[g] = 0;
-#define ADD(i, g)                                                         \
-  do {                                                                    \
-    double x_ = ladle__elem(in, i), d_ = x_ - mean[g];                           \
-    part[g] += pass ? d_ * d_ : x_;                                       \
-    if (++seen[g] == LADLE__NORM_CHUNK) acc[g] += part[g], part[g] = 0, seen[g] = 0; \
-  } while (0)
-    FOR_ELEMENTS(*in, gstride, ADD);
-#undef ADD
-    for (int64_t g = 0; g < groups; g++) {
-      if (seen[g]) acc[g] += part[g];
-      if (!pass) mean[g] = *count > 0 ? mean[g] / *count : 0;
-    }
+  /* Element strides; the kept (group) and reduced (member) axes. */
+  int64_t stride[LADLE_MAX_NDIM], k = 1, members = groups ? total / groups : 0;
+  int gax[LADLE_MAX_NDIM], max[LADLE_MAX_NDIM], ng = 0, nm = 0;
+  for (int d = in->ndim - 1; d >= 0; d--) stride[d] = k, k *= in->shape[d];
+  for (int d = 0; d < in->ndim; d++) {
+    if (reduced[d]) max[nm++] = d;
+    else gax[ng++] = d;
   }
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t off = 0, rest = g, idx[LADLE_MAX_NDIM] = {0}, m = 0;
+      for (int i = ng - 1; i >= 0; i--) {
+        off += rest % in->shape[gax[i]] * stride[gax[i]];
+        rest /= in->shape[gax[i]];
+      }
+      const double mu = pass ? mean[g] : 0;
+      double acc = 0;
+      while (m < members) {
+        double lane[32] = {0};
+        for (int j = 0; j < LADLE__NORM_CHUNK && m < members; j++, m++) {
+          const double x = ladle__elem(in, off), dx = x - mu;
+          lane[j & 31] += pass ? dx * dx : x;
+          for (int i = nm - 1; i >= 0; i--) { /* the next member */
+            const int d = max[i];
+            off += stride[d];
+            if (++idx[i] < in->shape[d]) break;
+            off -= stride[d] * in->shape[d];
+            idx[i] = 0;
+          }
+        }
+        for (int half = 16; half > 0; half >>= 1)
+          for (int l = 0; l < half; l++) lane[l] += lane[l + half];
+        acc += lane[0];
+      }
+      if (pass) m2[g] = acc;
+      else mean[g] = *count > 0 ? acc / *count : 0;
+    }
 }
 
 static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
@@ -145,7 +167,7 @@ static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
   ns->groups = (int)groups;
   if (n->device != LADLE_ON_CPU) return LADLE_OK; /* the GPU computes its own */
   uint64_t scratch[2 * NORM_MAX_GROUPS];
-  moments(&in, gstride, groups, ns->mean, ns->m2, &ns->count, scratch);
+  moments(&in, ((const norm_node *)n->state)->reduced, gstride, groups, ns->mean, ns->m2, &ns->count, scratch);
   return LADLE_OK;
 }
 
@@ -209,7 +231,7 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
       count = c;
     }
   } else {
-    moments(&in, gstride, groups, mean, m2, &count, m2 + groups);
+    moments(&in, ((const norm_node *)n->state)->reduced, gstride, groups, mean, m2, &count, m2 + groups);
   }
   norm_consts c = consts_of(n, s);
   finalize(&c, groups, count, mean, m2);

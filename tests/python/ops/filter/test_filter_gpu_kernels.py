@@ -14,8 +14,8 @@ from conftest import requires_ops
 
 pytestmark = requires_ops("normalize", "filter", "gaussian_blur")
 
-DT = {np.uint8: types.UINT8, np.int16: types.INT16, np.int32: types.INT32, np.float32: types.FLOAT, np.float64: types.FLOAT64,
-      np.uint16: types.UINT16, np.int8: types.INT8}
+DT = {np.uint8: types.UINT8, np.int8: types.INT8, np.int16: types.INT16, np.uint16: types.UINT16,
+      np.int32: types.INT32, np.float32: types.FLOAT, np.float64: types.FLOAT64}
 
 
 def run_dev(dev, feeds, graph, layout, extra=None):
@@ -84,12 +84,13 @@ def test_gpu_normalize_batch_equals_cpu(dtype):
 
 
 @pytest.mark.gpu
-def test_gpu_normalize_layouts_equal_cpu():
+@pytest.mark.parametrize("dtype", [np.uint8, np.float32])
+def test_gpu_normalize_layouts_equal_cpu(dtype):
     """CHW (groups outside the reduced axes), FHWC (reduced axes between kept ones), big chunks."""
-    chw = samples(3, np.uint8, [(3, 41, 29), (2, 1, 1), (4, 260, 333)])
+    chw = samples(3, dtype, [(3, 41, 29), (2, 1, 1), (4, 260, 333)])
     assert_same([chw], lambda fn, x, dev: (fn.normalize(x, device=dev, axis_names="HW"),
                                            fn.normalize(x, device=dev, axis_names="C")), "CHW")
-    fhwc = samples(4, np.uint8, [(2, 13, 17, 3), (1, 1, 1, 1), (3, 40, 50, 2)])
+    fhwc = samples(4, dtype, [(2, 13, 17, 3), (1, 1, 1, 1), (3, 40, 50, 2)])
     assert_same([fhwc], lambda fn, x, dev: (fn.normalize(x, device=dev, axis_names="HW"),
                                             fn.normalize(x, device=dev, axis_names="FW"),
                                             fn.normalize(x, device=dev, axis_names="FHWC")), "FHWC")
