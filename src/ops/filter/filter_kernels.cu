@@ -463,16 +463,19 @@ ladle_status check_params(int n, const void *d, void *host, void *dev, size_t by
  * loaded once into shared memory, coalesced, border-mapped only in tiles
  * that touch an edge; thread (x, y) sums column x of CONV_K consecutive
  * rows, each with conv_core.h's operations in its order (tap by tap, row by
- * row, each product and sum rounded), so the bits are the CPU's. Samples
- * whose strip does not fit in shared memory (huge filters or channel
- * counts) or whose plane has 2^31 elements or more take the generic path,
- * conv_core.h's per-element function. */
+ * row, each product and sum rounded), so the bits are the CPU's (3x3 and
+ * 5x5 filters: the taps in registers, each tile value read once for all
+ * the thread's sums that use it). Samples whose strip does not fit in
+ * shared memory (huge filters or channel counts) or whose plane has 2^31
+ * elements or more take the generic path, conv_core.h's per-element
+ * function. */
 #define CONV_BX 128
 #define CONV_BY 2
 #define CONV_K 8
 #define CONV_TW CONV_BX
 #define CONV_TH (CONV_BY * CONV_K)
 #define CONV_SMEM_MAX (48 * 1024)
+#define CONV_MIN_BLOCKS 3 /* per SM: at most 85 registers a thread (the 5x5 sums use 80, without spilling) */
 
 typedef struct conv_plan {
   ladle__conv_desc d; /* taps: device copy */
@@ -514,8 +517,41 @@ __device__ __forceinline__ int conv_col(int xe, int rw, int cl, int w, int borde
   return bx < 0 ? -1 : bx * cl + c;
 }
 
+/* A thread's CONV_K sums over the tile (base: its column of its first row):
+ * any filter size, the taps read from shared memory. */
+__device__ __forceinline__ void conv_sums(float *acc, const float *taps, const float *base, int r, int s, int sw,
+                                          int cl) {
+  for (int i = 0; i < r; i++)
+    for (int j = 0; j < s; j++) {
+      const float wt = taps[i * s + j];
+      const float *q = base + i * sw + j * cl;
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++) acc[k] = __fadd_rn(acc[k], __fmul_rn(wt, q[k * sw]));
+    }
+}
+
+/* The same sums for an R x S filter known at compile time: the taps in
+ * registers, and each tile value read once for all the sums that use it
+ * (tile row rho serves row k with tap row rho - k). Every sum still takes
+ * its taps row by row, each row left to right, as conv_sums. */
+template <int R, int S>
+__device__ __forceinline__ void conv_sums_fixed(float *acc, const float *taps, const float *base, int sw, int cl) {
+  float w[R * S];
+#pragma unroll
+  for (int k = 0; k < R * S; k++) w[k] = taps[k];
+#pragma unroll
+  for (int rho = 0; rho < CONV_K + R - 1; rho++)
+#pragma unroll
+    for (int j = 0; j < S; j++) {
+      const float v = base[rho * sw + j * cl];
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++)
+        if (rho - k >= 0 && rho - k < R) acc[k] = __fadd_rn(acc[k], __fmul_rn(w[(rho - k) * S + j], v));
+    }
+}
+
 template <typename TI, int OT>
-__global__ void __launch_bounds__(CONV_BX *CONV_BY) conv_kernel(const conv_plan *__restrict__ plans) {
+__global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_MIN_BLOCKS) conv_kernel(const conv_plan *__restrict__ plans) {
   extern __shared__ float conv_smem[];
   const conv_plan *p = plans + blockIdx.y;
   const int tid = threadIdx.y * CONV_BX + threadIdx.x;
@@ -556,13 +592,9 @@ __global__ void __launch_bounds__(CONV_BX *CONV_BY) conv_kernel(const conv_plan 
 #pragma unroll
     for (int k = 0; k < CONV_K; k++) acc[k] = 0;
     const float *base = tile + threadIdx.y * CONV_K * sw + threadIdx.x;
-    for (int i = 0; i < r; i++)
-      for (int j = 0; j < s; j++) {
-        const float wt = taps[i * s + j];
-        const float *q = base + i * sw + j * cl;
-#pragma unroll
-        for (int k = 0; k < CONV_K; k++) acc[k] = __fadd_rn(acc[k], __fmul_rn(wt, q[k * sw]));
-      }
+    if (r == 3 && s == 3) conv_sums_fixed<3, 3>(acc, taps, base, sw, cl);
+    else if (r == 5 && s == 5) conv_sums_fixed<5, 5>(acc, taps, base, sw, cl);
+    else conv_sums(acc, taps, base, r, s, sw, cl);
     const int ox = x0 + threadIdx.x, oy0 = y0 + threadIdx.y * CONV_K;
     if (ox < orw) {
       void *out = (char *)p->d.out + (size_t)plane * ((size_t)p->out_h * orw) * ladle__dtype_bytes(OT);

@@ -112,19 +112,20 @@ def kernels(seed, sizes):
     return [rng.normal(0, 0.3, s).astype(np.float32) for s in sizes]
 
 
-FILTER_SIZES = [(5, 5), (1, 1), (3, 7), (7, 2), (9, 9), (1, 13), (41, 41)]
+FILTER_SIZES = [(5, 5), (1, 1), (3, 7), (7, 2), (9, 9), (1, 13), (41, 41), (3, 3)]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("border", ["reflect_101", "reflect_1001", "wrap", "clamp", "constant"])
 @pytest.mark.parametrize("dtype", [np.uint8, np.int16, np.float32])
 def test_gpu_filter_equals_cpu(border, dtype):
-    """Per-sample filters of different sizes (41x41: the kernel's generic path), odd sizes, 1x1 samples."""
-    shapes = [(403, 463, 3), (1, 1, 3), (2, 37, 3), (57, 3, 3), (31, 33, 3), (129, 260, 3), (45, 50, 3)]
+    """Per-sample filters of different sizes (3x3 and 5x5: fixed-size sums; 41x41: the generic path), odd sizes,
+    1x1 samples."""
+    shapes = [(403, 463, 3), (1, 1, 3), (2, 37, 3), (57, 3, 3), (31, 33, 3), (129, 260, 3), (45, 50, 3), (77, 301, 3)]
     batch, filters = samples(6, dtype, shapes), kernels(7, FILTER_SIZES)
     feeds = [batch, filters]
     if border == "constant":
-        feeds.append([np.array(v, dtype) for v in (3, 9, 100, 0, 7, 1, 2)])
+        feeds.append([np.array(v, dtype) for v in (3, 9, 100, 0, 7, 1, 2, 50)])
 
     def graph(fn, x, k, *fill, dev):
         return (fn.filter(x, k, *fill, device=dev, border=border),
