@@ -475,6 +475,7 @@ ladle_status check_params(int n, const void *d, void *host, void *dev, size_t by
 #define CONV_TW CONV_BX
 #define CONV_TH (CONV_BY * CONV_K)
 #define CONV_SMEM_MAX (48 * 1024)
+#define CONV_LOADS 5 /* tile rows a thread loads at once (5x5: 20 rows, 10 a thread) */
 #define CONV_MIN_BLOCKS 3 /* per SM: at most 85 registers a thread (the 5x5 sums use 80, without spilling) */
 
 typedef struct conv_plan {
@@ -573,20 +574,27 @@ __global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_MIN_BLOCKS) conv_kernel
     const TI *in = (const TI *)p->d.in + plane * ((int64_t)h * rw);
     const bool inside = ix0 >= 0 && ix0 + sw <= rw && iy0 >= 0 && iy0 + sh <= h;
     __syncthreads(); /* the taps are in; the previous tile is no longer read */
-    for (int row = threadIdx.y; row < sh; row += CONV_BY) {
-      float *dst = tile + row * sw;
-      if (inside) {
-        const TI *src = in + (iy0 + row) * rw + ix0;
-        for (int col = threadIdx.x; col < sw; col += CONV_BX) dst[col] = (float)src[col];
-      } else {
-        const int yy = conv_border32(iy0 + row, h, border);
-        const TI *src = in + (yy < 0 ? 0 : yy) * rw;
-        for (int col = threadIdx.x; col < sw; col += CONV_BX) {
-          const int xe = conv_col(ix0 + col, rw, cl, p->w, border);
-          dst[col] = yy < 0 || xe < 0 ? fill : (float)src[xe];
+    /* CONV_LOADS rows a thread at a time, their loads issued before any
+     * store, so that several are in flight. */
+    for (int row0 = threadIdx.y; row0 < sh; row0 += CONV_LOADS * CONV_BY)
+      for (int col = threadIdx.x; col < sw; col += CONV_BX) {
+        float v[CONV_LOADS];
+#pragma unroll
+        for (int u = 0; u < CONV_LOADS; u++) {
+          const int row = row0 + u * CONV_BY;
+          v[u] = 0;
+          if (row >= sh) continue;
+          if (inside) {
+            v[u] = (float)in[(iy0 + row) * rw + ix0 + col];
+          } else {
+            const int yy = conv_border32(iy0 + row, h, border), xe = conv_col(ix0 + col, rw, cl, p->w, border);
+            v[u] = yy < 0 || xe < 0 ? fill : (float)in[yy * rw + xe];
+          }
         }
+#pragma unroll
+        for (int u = 0; u < CONV_LOADS; u++)
+          if (row0 + u * CONV_BY < sh) tile[(row0 + u * CONV_BY) * sw + col] = v[u];
       }
-    }
     __syncthreads();
     float acc[CONV_K];
 #pragma unroll

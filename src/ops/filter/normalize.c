@@ -2,6 +2,8 @@
  * mean and stddev given (scalars, or per-sample scalars) or computed over the
  * reduced axes (`axes` / `axis_names`; default all) of each sample, or of the
  * whole batch (batch=True). Statistics in double, the formula in float. */
+#include "core/no_fma.h" /* first: CPU results compared bit for bit with the CUDA kernels */
+
 #include <math.h>
 #include <string.h>
 

@@ -164,15 +164,20 @@ static void test_conv_sizes(void) {
     }
 }
 
-/* An ImageNet-like sample (the benchmark's shape) and a 5x5 filter. */
+/* ImageNet-like samples (the benchmark's shape) with 5x5 and 3x3 filters
+ * (one batch has one input and one output type). */
 static void test_conv_large(void) {
   ladle__rng_init(&rng, 23, 1, 0, 0);
   static float taps[2][25];
   ladle__conv_desc d[2];
-  make(&d[0], taps[0], LADLE_UINT8, LADLE_UINT8, LADLE__BORDER_REFLECT_101, 0, 403, 463, 5, 5, 0);
-  d[0].channels = 3, d[0].frames = 1, d[0].ay = d[0].ax = 2;
-  make(&d[1], taps[1], LADLE_UINT8, LADLE_FLOAT32, LADLE__BORDER_CONSTANT, 1, 333, 517, 5, 5, 0);
-  CHECK(run_case(d, 2, 1) == 0);
+  for (int of = 0; of < 2; of++) {
+    const int out_type = of ? LADLE_FLOAT32 : LADLE_UINT8;
+    make(&d[0], taps[0], LADLE_UINT8, out_type, LADLE__BORDER_REFLECT_101, 0, 403, 463, 5, 5, 0);
+    d[0].channels = 3, d[0].frames = 1, d[0].ay = d[0].ax = 2;
+    make(&d[1], taps[1], LADLE_UINT8, out_type, of ? LADLE__BORDER_CONSTANT : LADLE__BORDER_CLAMP, 1, 333, 517, 3,
+         3, 0);
+    CHECK(run_case(d, 2, 1) == 0);
+  }
 }
 
 int main(void) {
