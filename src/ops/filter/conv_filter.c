@@ -4,6 +4,8 @@
  * without a layout, 2-D is HW and 3-D HWC). Border modes and `mode` as
  * DALI's; fill_value (input 2, for border="constant") is a scalar of the
  * input's type per sample, 0 without it. The arithmetic is conv_core.h's. */
+#include "core/no_fma.h" /* first: CPU results compared bit for bit with the CUDA kernels */
+
 #include <string.h>
 
 #include "ops/filter/conv_core.h"

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include "ops/kernels/dtype.h"
 #include "ops/op.h"
 
 /* Fails the operator's sample with the status of `call`. */
@@ -32,14 +33,9 @@ int ladle__layout_axis(const char *layout, char name);
  * axis when neither is given. Fails naming the operator and argument. */
 ladle_status ladle__reduced_axes(ladle__node *n, int axes_arg, int names_arg, int *reduced);
 
-/* Element i of a tensor as a double. */
+/* Element i of a tensor (any dtype) as a double. */
 static inline double ladle__elem(const ladle__tensor *t, int64_t i) {
-  switch (t->dtype) {
-    case LADLE_UINT8: return ((const uint8_t *)t->data)[i];
-    case LADLE_INT32: return ((const int32_t *)t->data)[i];
-    case LADLE_INT64: return (double)((const int64_t *)t->data)[i];
-    default: return ((const float *)t->data)[i];
-  }
+  return ladle__load_as_f64(t->data, (size_t)i, t->dtype);
 }
 
 #endif

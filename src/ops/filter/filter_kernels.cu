@@ -1,6 +1,6 @@
-/* grid_mask, erase and gaussian_blur passes on the GPU (filter_kernels.h):
- * one launch per batch (per pass for the blur), grid-stride loops over each
- * sample's elements. */
+/* The filter family on the GPU (filter_kernels.h): grid_mask, erase, the
+ * passes of gaussian_blur, normalize and filter; one launch per batch (per
+ * pass or stage), blockIdx.y the sample. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "ops/filter/filter_kernels.h"
+#include "ops/filter/norm_core.h"
 #include "ops/kernels/gpu_kernels.h"
 
 extern "C" {
@@ -97,12 +98,13 @@ __global__ void erase_fill_kernel(const ladle__gpu_erase_desc *__restrict__ samp
   }
 }
 
+/* Element i of any dtype as a float, as ladle__convert converts it. */
 __device__ float load_float(const void *p, int type, int64_t i) {
-  switch (type) {
-    case LADLE_UINT8: return (float)((const uint8_t *)p)[i];
-    case LADLE_INT32: return (float)((const int32_t *)p)[i];
-    case LADLE_INT64: return (float)((const int64_t *)p)[i];
-    default: return ((const float *)p)[i];
+  switch (ladle__dtype_carrier(type)) {
+    case LADLE__CARRY_F32: return ladle__load_f32(p, (size_t)i, type);
+    case LADLE__CARRY_F64: return ladle__f64_to_f32(ladle__load_f64(p, (size_t)i, type));
+    case LADLE__CARRY_U64: return (float)ladle__load_u64(p, (size_t)i, type);
+    default: return (float)ladle__load_i64(p, (size_t)i, type);
   }
 }
 
@@ -114,9 +116,20 @@ __device__ int64_t reflect101(int64_t i, int64_t len) {
   return i >= len ? period - i : i;
 }
 
-/* I: the index type (32-bit where the pass has fewer than 2^31 elements).
- * Taps inside [0, len) skip reflect101 (which returns them unchanged). */
-template <typename I>
+/* A value of type T (LADLE_UINT8 or LADLE_FLOAT32 known at compile time,
+ * -1: the descriptor's type t) as a float. */
+template <int T>
+__device__ __forceinline__ float blur_load(const void *p, int t, int64_t i) {
+  if (T == LADLE_UINT8) return (float)((const uint8_t *)p)[i];
+  if (T == LADLE_FLOAT32) return ((const float *)p)[i];
+  return load_float(p, t, i);
+}
+
+/* I: the index type (32-bit where the pass has fewer than 2^31 elements);
+ * ST, DT: the source and destination types where they are uint8 or float
+ * (no per-tap type switch), else -1. Taps inside [0, len) skip reflect101
+ * (which returns them unchanged). */
+template <typename I, int ST, int DT>
 __device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count) {
   const I inner = (I)s->inner, len = (I)s->len;
   const int r = s->radius;
@@ -124,36 +137,52 @@ __device__ void blur_pass(const ladle__gpu_blur_pass *s, const float *w, I count
     const I q = e / inner, j = e - q * inner, o = q / len, i = q - o * len;
     const I base = o * len * inner + j;
     float acc = 0;
-    for (int k = -r; k <= r; k++) {
-      const int64_t t = (int64_t)i + k;
-      const I at = t >= 0 && t < (int64_t)len ? (I)t : (I)reflect101(t, (int64_t)len);
-      acc = __fadd_rn(acc, __fmul_rn(w[k + r], load_float(s->src, s->src_type, (int64_t)(base + at * inner))));
+    if (i >= (I)r && i + (I)r < len) { /* every tap inside */
+      for (int k = -r; k <= r; k++)
+        acc = __fadd_rn(acc, __fmul_rn(w[k + r],
+                                       blur_load<ST>(s->src, s->src_type, (int64_t)(base + (i + k) * inner))));
+    } else {
+      for (int k = -r; k <= r; k++) {
+        const int64_t t = (int64_t)i + k;
+        const I at = t >= 0 && t < (int64_t)len ? (I)t : (I)reflect101(t, (int64_t)len);
+        acc = __fadd_rn(acc, __fmul_rn(w[k + r], blur_load<ST>(s->src, s->src_type, (int64_t)(base + at * inner))));
+      }
     }
-    ladle__gpu_store(s->dst, (size_t)e, s->dst_type, acc);
+    ladle__store_f32(s->dst, (size_t)e, DT < 0 ? s->dst_type : DT, acc);
   }
 }
 
+template <int ST, int DT>
 __global__ void blur_kernel(const ladle__gpu_blur_pass *__restrict__ passes, const float *__restrict__ weights) {
   const ladle__gpu_blur_pass *s = passes + blockIdx.y;
   const int64_t count = s->outer * s->len * s->inner;
   const float *w = weights + s->weights;
   if (count <= 0) return;
   if (count <= 0x7fffffff)
-    blur_pass<unsigned>(s, w, (unsigned)count);
+    blur_pass<unsigned, ST, DT>(s, w, (unsigned)count);
   else
-    blur_pass<unsigned long long>(s, w, (unsigned long long)count);
+    blur_pass<unsigned long long, ST, DT>(s, w, (unsigned long long)count);
+}
+
+typedef void (*blur_fn)(const ladle__gpu_blur_pass *, const float *);
+
+template <int ST>
+blur_fn blur_for(int dst_type) {
+  return dst_type == LADLE_FLOAT32 ? blur_kernel<ST, LADLE_FLOAT32>
+         : dst_type == LADLE_UINT8 ? blur_kernel<ST, LADLE_UINT8>
+                                   : blur_kernel<ST, -1>;
+}
+
+blur_fn blur_kernel_for(int src_type, int dst_type) {
+  return src_type == LADLE_FLOAT32 ? blur_for<LADLE_FLOAT32>(dst_type)
+         : src_type == LADLE_UINT8 ? blur_for<LADLE_UINT8>(dst_type)
+                                   : blur_for<-1>(dst_type);
 }
 
 /* --- normalize ------------------------------------------------------------ */
 
-__device__ double load_double(const void *p, int type, int64_t i) {
-  switch (type) {
-    case LADLE_UINT8: return (double)((const uint8_t *)p)[i];
-    case LADLE_INT32: return (double)((const int32_t *)p)[i];
-    case LADLE_INT64: return (double)((const int64_t *)p)[i];
-    default: return (double)((const float *)p)[i];
-  }
-}
+/* Element i of any dtype as a double (filter.h's ladle__elem). */
+__device__ double load_double(const void *p, int type, int64_t i) { return ladle__load_as_f64(p, (size_t)i, type); }
 
 /* The element offset of member m of group g. */
 __device__ int64_t member_offset(const ladle__gpu_norm_desc *s, int64_t g, int64_t m) {
@@ -173,20 +202,145 @@ __device__ int64_t member_offset(const ladle__gpu_norm_desc *s, int64_t g, int64
   return off;
 }
 
-/* Chunk sums: pass 0 of x, pass 1 of (x - mean)^2. One thread per (group, chunk). */
+/* The element offset of member m of group g where the sample has a ga x gb view. */
+__device__ __forceinline__ int64_t member_at(const ladle__gpu_norm_desc *s, int64_t g, int64_t m) {
+  return s->gmode == 1 ? g * s->gb + m : s->gmode == 0 ? m * s->gb + g : member_offset(s, g, m);
+}
+
+/* exact (uint8), gmode -1: one thread per (group, chunk) adds the chunk's
+ * integer sums of x and x^2 to the group's. */
+__global__ void norm_exact_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  const int64_t items = s->groups * s->chunks;
+  if (!s->exact || s->gmode >= 0) return; /* norm_exact_kernel's */
+  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += (int64_t)gridDim.x * blockDim.x) {
+    const int64_t g = t / s->chunks, c = t % s->chunks;
+    const int64_t end = (c + 1) * LADLE__NORM_CHUNK < s->members ? (c + 1) * LADLE__NORM_CHUNK : s->members;
+    unsigned long long a = 0, q = 0;
+    for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
+      const unsigned x = ((const uint8_t *)s->in)[member_offset(s, g, m)];
+      a += x;
+      q += x * x;
+    }
+    atomicAdd((unsigned long long *)s->stat_mean + g, a);
+    atomicAdd((unsigned long long *)s->stat_m2 + g, q);
+  }
+}
+
+/* Other types: chunk sums, pass 0 of x, pass 1 of (x - mean)^2, in
+ * normalize.c's order: one warp per (group, chunk), lane l adding members
+ * l, l + 32, ... of the chunk in turn, then the lanes combined by halving
+ * (lane l + 16 into lane l, then l + 8, ... l + 1). */
 __global__ void norm_chunk_kernel(const ladle__gpu_norm_desc *__restrict__ samples, int pass) {
   const ladle__gpu_norm_desc *s = samples + blockIdx.y;
   const int64_t items = s->groups * s->chunks;
-  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += (int64_t)gridDim.x * blockDim.x) {
+  const int lane = threadIdx.x & 31;
+  const int64_t warps = ((int64_t)gridDim.x * blockDim.x) >> 5;
+  for (int64_t t = ((int64_t)blockIdx.x * blockDim.x + threadIdx.x) >> 5; t < items; t += warps) {
     const int64_t g = t / s->chunks, c = t % s->chunks;
     const int64_t end = (c + 1) * LADLE__NORM_CHUNK < s->members ? (c + 1) * LADLE__NORM_CHUNK : s->members;
     const double mean = pass ? s->stat_mean[g] : 0;
     double acc = 0;
-    for (int64_t m = c * LADLE__NORM_CHUNK; m < end; m++) {
-      const double x = load_double(s->in, s->in_type, member_offset(s, g, m)), d = __dsub_rn(x, mean);
+    for (int64_t m = c * LADLE__NORM_CHUNK + lane; m < end; m += 32) {
+      const double x = load_double(s->in, s->in_type, member_at(s, g, m)), d = __dsub_rn(x, mean);
       acc = __dadd_rn(acc, pass ? __dmul_rn(d, d) : x);
     }
-    s->part[t] = acc;
+    for (int off = 16; off > 0; off >>= 1) acc = __dadd_rn(acc, __shfl_down_sync(0xffffffffu, acc, off));
+    if (lane == 0) s->part[t] = acc;
+  }
+}
+
+/* exact: the sums of x and x^2 (in stat_mean / stat_m2 as integers) zeroed. */
+__global__ void norm_zero_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < s->groups; g += (int64_t)gridDim.x * blockDim.x)
+    ((unsigned long long *)s->stat_mean)[g] = ((unsigned long long *)s->stat_m2)[g] = 0;
+}
+
+/* Sums of a thread's x and x^2 added to the group's: across the block first
+ * (warp shuffles, then one value per warp), then one atomic per block. */
+#define NORM_THREADS 256
+#define NORM_ITER 64 /* elements per thread and tile: a block's sums stay below 2^32 (256 * 64 * 255^2) */
+__device__ void norm_add_block(unsigned a, unsigned q, unsigned long long *S, unsigned long long *Q) {
+  __shared__ unsigned wa[NORM_THREADS / 32], wq[NORM_THREADS / 32];
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_down_sync(0xffffffffu, a, o);
+    q += __shfl_down_sync(0xffffffffu, q, o);
+  }
+  if ((threadIdx.x & 31) == 0) wa[threadIdx.x >> 5] = a, wq[threadIdx.x >> 5] = q;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned long long ta = 0, tq = 0;
+    for (int k = 0; k < NORM_THREADS / 32; k++) ta += wa[k], tq += wq[k];
+    atomicAdd(S, ta);
+    atomicAdd(Q, tq);
+  }
+  __syncthreads();
+}
+
+/* exact, gmode 0 or 1: the sums of x and x^2 of every group, read once and
+ * coalesced. gmode 1 (each group's gb members contiguous): a tile is
+ * NORM_THREADS * NORM_ITER members of one group. gmode 0 (gb groups
+ * interleaved, ga rows of them): a tile is up to NORM_THREADS columns
+ * (groups) by rows, each thread keeps one column (so one group) throughout;
+ * the column's partial sums are added in shared memory. */
+__global__ void __launch_bounds__(NORM_THREADS) norm_exact_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  if (!s->exact || s->gmode < 0 || s->groups * s->members == 0) return;
+  const uint8_t *in = (const uint8_t *)s->in;
+  unsigned long long *S = (unsigned long long *)s->stat_mean, *Q = (unsigned long long *)s->stat_m2;
+  const int l = threadIdx.x;
+  if (s->gmode == 1) {
+    const int64_t span = NORM_THREADS * NORM_ITER, per = (s->gb + span - 1) / span, tiles = s->ga * per;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      const int64_t g = t / per, m0 = (t - g * per) * span, m1 = m0 + span < s->gb ? m0 + span : s->gb;
+      const uint8_t *p = in + g * s->gb;
+      unsigned a = 0, q = 0;
+      for (int64_t m = m0 + l; m < m1; m += NORM_THREADS) {
+        const unsigned x = p[m];
+        a += x;
+        q += x * x;
+      }
+      norm_add_block(a, q, S + g, Q + g);
+    }
+    return;
+  }
+  __shared__ unsigned ca[NORM_THREADS], cq[NORM_THREADS];
+  const int64_t G = s->gb;
+  const int cw = G < NORM_THREADS ? (int)G : NORM_THREADS, rps = NORM_THREADS / cw;
+  const int64_t ctiles = (G + cw - 1) / cw, rows = (int64_t)rps * NORM_ITER, rtiles = (s->ga + rows - 1) / rows;
+  const int col_l = l % cw, row_l = l / cw;
+  for (int64_t t = blockIdx.x; t < ctiles * rtiles; t += gridDim.x) {
+    const int64_t rt = t / ctiles, col = (t - rt * ctiles) * cw + col_l;
+    const int64_t r0 = rt * rows, r1 = r0 + rows < s->ga ? r0 + rows : s->ga;
+    unsigned a = 0, q = 0;
+    if (row_l < rps && col < G)
+      for (int64_t row = r0 + row_l; row < r1; row += rps) {
+        const unsigned x = in[row * G + col];
+        a += x;
+        q += x * x;
+      }
+    ca[l] = a, cq[l] = q;
+    __syncthreads();
+    if (row_l == 0 && col < G) {
+      unsigned long long ta = 0, tq = 0;
+      for (int k = 0; k < rps; k++) ta += ca[k * cw + col_l], tq += cq[k * cw + col_l];
+      atomicAdd(S + col, ta);
+      atomicAdd(Q + col, tq);
+    }
+    __syncthreads();
+  }
+}
+
+/* exact: the integer sums turned into mean and M2 in place (norm_core.h). */
+__global__ void norm_moments_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
+  const ladle__gpu_norm_desc *s = samples + blockIdx.y;
+  for (int64_t g = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; g < s->groups; g += (int64_t)gridDim.x * blockDim.x) {
+    const unsigned long long a = ((unsigned long long *)s->stat_mean)[g], q = ((unsigned long long *)s->stat_m2)[g];
+    double mean, m2;
+    ladle__norm_exact_moments(a, q, s->members, &mean, &m2);
+    s->stat_mean[g] = mean;
+    s->stat_m2[g] = m2;
   }
 }
 
@@ -246,23 +400,44 @@ __global__ void norm_finalize_kernel(const ladle__gpu_norm_desc *__restrict__ sa
   }
 }
 
+/* The group of element e (gmode -1: from the shape and reduced axes). */
+template <typename I>
+__device__ __forceinline__ I norm_group(const ladle__gpu_norm_desc *s, I e) {
+  if (s->gmode == 0) return e % (I)s->gb;
+  if (s->gmode == 1) return e / (I)s->gb;
+  int64_t rest = (int64_t)e, g = 0, gs = 1;
+  for (int d = s->ndim - 1; d >= 0; d--) {
+    const int64_t idx = rest % s->shape[d];
+    rest /= s->shape[d];
+    if (!s->reduced[d]) {
+      g += idx * gs;
+      gs *= s->shape[d];
+    }
+  }
+  return (I)g;
+}
+
+/* I: the index type (32-bit below 2^31 elements); IT, OT: the input and
+ * output types when uint8 and float (the common case, no per-element type
+ * switch), else -1 (read from the descriptor). */
+template <typename I, int IT, int OT>
+__device__ void norm_apply(const ladle__gpu_norm_desc *s, I count) {
+  for (I e = (I)(blockIdx.x * blockDim.x + threadIdx.x); e < count; e += (I)(gridDim.x * blockDim.x)) {
+    const I g = norm_group(s, e);
+    const float x =
+        IT == LADLE_UINT8 ? (float)((const uint8_t *)s->in)[e] : (float)load_double(s->in, s->in_type, (int64_t)e);
+    const float v = __fadd_rn(__fmul_rn(__fsub_rn(x, (float)s->stat_mean[g]), (float)s->stat_m2[g]), s->shift);
+    if (OT == LADLE_FLOAT32) ((float *)s->out)[e] = v;
+    else ladle__gpu_store(s->out, (size_t)e, s->out_type, v);
+  }
+}
+
+template <int IT, int OT>
 __global__ void norm_apply_kernel(const ladle__gpu_norm_desc *__restrict__ samples) {
   const ladle__gpu_norm_desc *s = samples + blockIdx.y;
   const int64_t count = s->groups * s->members;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x) {
-    int64_t rest = e, g = 0, gs = 1;
-    for (int d = s->ndim - 1; d >= 0; d--) {
-      const int64_t idx = rest % s->shape[d];
-      rest /= s->shape[d];
-      if (!s->reduced[d]) {
-        g += idx * gs;
-        gs *= s->shape[d];
-      }
-    }
-    const float x = (float)load_double(s->in, s->in_type, e);
-    const float v = __fadd_rn(__fmul_rn(__fsub_rn(x, (float)s->stat_mean[g]), (float)s->stat_m2[g]), s->shift);
-    ladle__gpu_store(s->out, (size_t)e, s->out_type, v);
-  }
+  if (count <= 0x7fffffff) norm_apply<unsigned, IT, OT>(s, (unsigned)count);
+  else norm_apply<unsigned long long, IT, OT>(s, (unsigned long long)count);
 }
 
 /* Checks n and the buffers; sets the message on failure. */
@@ -275,12 +450,206 @@ ladle_status check_params(int n, const void *d, void *host, void *dev, size_t by
   return LADLE_OK;
 }
 
-/* filter: one thread per output element. */
-__global__ void conv_kernel(const ladle__conv_desc *__restrict__ samples) {
-  const ladle__conv_desc *d = samples + blockIdx.y;
-  const int64_t count = d->frames * d->channels * d->out_h * d->out_w;
-  for (int64_t e = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; e < count; e += (int64_t)gridDim.x * blockDim.x)
-    ladle__conv_element(d, e);
+/* --- filter -------------------------------------------------------------- */
+
+/* A sample is `planes` 2-D planes of h rows by rw elements: a frame of an
+ * HWC-like layout (cl = channels: a row interleaves them) or one channel of
+ * a CHW-like one (cl = 1). Output element x of a row reads input elements
+ * x + (j - ax) * cl of rows y - ay + i, so a tile of a row's elements needs
+ * only a wider strip of the same rows, whatever the channel count.
+ *
+ * Tiled path: a block computes CONV_TW output elements by CONV_TH rows of
+ * one plane; the input strip with its halo (and the sample's filter) is
+ * loaded once into shared memory, coalesced, border-mapped only in tiles
+ * that touch an edge; thread (x, y) sums column x of CONV_K consecutive
+ * rows, each with conv_core.h's operations in its order (tap by tap, row by
+ * row, each product and sum rounded), so the bits are the CPU's (3x3 and
+ * 5x5 filters: the taps in registers, each tile value read once for all
+ * the thread's sums that use it). Samples whose strip does not fit in
+ * shared memory (huge filters or channel counts) or whose plane has 2^31
+ * elements or more take the generic path, conv_core.h's per-element
+ * function. */
+#define CONV_BX 128
+#define CONV_BY 2
+#define CONV_K 8
+#define CONV_TW CONV_BX
+#define CONV_TH (CONV_BY * CONV_K)
+#define CONV_SMEM_MAX (48 * 1024)
+#define CONV_LOADS 5 /* tile rows a thread loads at once (5x5: 20 rows, 10 a thread) */
+#define CONV_MIN_BLOCKS 3 /* per SM: at most 85 registers a thread (the 5x5 sums use 80, without spilling) */
+
+typedef struct conv_plan {
+  ladle__conv_desc d; /* taps: device copy */
+  int tiled;
+  int cl, rw, orw, h, w, out_h, sw, sh;
+  int tiles_x, tiles_y;
+  int64_t planes, tiles, elems;
+} conv_plan;
+
+/* ladle__conv_border in 32 bits (the tiled path's indices fit). */
+__device__ __forceinline__ int conv_border32(int i, int n, int border) {
+  if (i >= 0 && i < n) return i;
+  switch (border) {
+    case LADLE__BORDER_CONSTANT: return -1;
+    case LADLE__BORDER_CLAMP: return i < 0 ? 0 : n - 1;
+    case LADLE__BORDER_WRAP: i %= n; return i < 0 ? i + n : i;
+    case LADLE__BORDER_REFLECT_1001: {
+      const int period = 2 * n;
+      i %= period;
+      if (i < 0) i += period;
+      return i >= n ? period - 1 - i : i;
+    }
+    default: {
+      if (n == 1) return 0;
+      const int period = 2 * n - 2;
+      i %= period;
+      if (i < 0) i += period;
+      return i >= n ? period - i : i;
+    }
+  }
+}
+
+/* Element xe of a row (outside [0, rw) in edge tiles) mapped by the border
+ * mode pixel-wise, keeping its channel; -1: the fill value. */
+__device__ __forceinline__ int conv_col(int xe, int rw, int cl, int w, int border) {
+  if (xe >= 0 && xe < rw) return xe;
+  const int px = xe >= 0 ? xe / cl : -((cl - 1 - xe) / cl), c = xe - px * cl;
+  const int bx = conv_border32(px, w, border);
+  return bx < 0 ? -1 : bx * cl + c;
+}
+
+/* A thread's CONV_K sums over the tile (base: its column of its first row):
+ * any filter size, the taps read from shared memory. */
+__device__ __forceinline__ void conv_sums(float *acc, const float *taps, const float *base, int r, int s, int sw,
+                                          int cl) {
+  for (int i = 0; i < r; i++)
+    for (int j = 0; j < s; j++) {
+      const float wt = taps[i * s + j];
+      const float *q = base + i * sw + j * cl;
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++) acc[k] = __fadd_rn(acc[k], __fmul_rn(wt, q[k * sw]));
+    }
+}
+
+/* The same sums for an R x S filter known at compile time: the taps in
+ * registers, and each tile value read once for all the sums that use it
+ * (tile row rho serves row k with tap row rho - k). Every sum still takes
+ * its taps row by row, each row left to right, as conv_sums. */
+template <int R, int S>
+__device__ __forceinline__ void conv_sums_fixed(float *acc, const float *taps, const float *base, int sw, int cl) {
+  float w[R * S];
+#pragma unroll
+  for (int k = 0; k < R * S; k++) w[k] = taps[k];
+#pragma unroll
+  for (int rho = 0; rho < CONV_K + R - 1; rho++)
+#pragma unroll
+    for (int j = 0; j < S; j++) {
+      const float v = base[rho * sw + j * cl];
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++)
+        if (rho - k >= 0 && rho - k < R) acc[k] = __fadd_rn(acc[k], __fmul_rn(w[(rho - k) * S + j], v));
+    }
+}
+
+template <typename TI, int OT>
+__global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_MIN_BLOCKS) conv_kernel(const conv_plan *__restrict__ plans) {
+  extern __shared__ float conv_smem[];
+  const conv_plan *p = plans + blockIdx.y;
+  const int tid = threadIdx.y * CONV_BX + threadIdx.x;
+  if (!p->tiled) {
+    for (int64_t e = (int64_t)blockIdx.x * (CONV_BX * CONV_BY) + tid; e < p->elems;
+         e += (int64_t)gridDim.x * (CONV_BX * CONV_BY))
+      ladle__conv_element(&p->d, e);
+    return;
+  }
+  const int r = p->d.r, s = p->d.s, cl = p->cl, rw = p->rw, orw = p->orw, h = p->h, sw = p->sw, sh = p->sh;
+  const int border = p->d.border;
+  const float fill = p->d.fill;
+  float *taps = conv_smem, *tile = conv_smem + r * s;
+  for (int k = tid; k < r * s; k += CONV_BX * CONV_BY) taps[k] = p->d.taps[k];
+  for (int64_t t = blockIdx.x; t < p->tiles; t += gridDim.x) {
+    const int64_t rest = t / p->tiles_x, plane = rest / p->tiles_y;
+    const int x0 = (int)(t - rest * p->tiles_x) * CONV_TW, y0 = (int)(rest - plane * p->tiles_y) * CONV_TH;
+    const int ix0 = x0 - p->d.ax * cl, iy0 = y0 - p->d.ay;
+    const TI *in = (const TI *)p->d.in + plane * ((int64_t)h * rw);
+    const bool inside = ix0 >= 0 && ix0 + sw <= rw && iy0 >= 0 && iy0 + sh <= h;
+    __syncthreads(); /* the taps are in; the previous tile is no longer read */
+    /* CONV_LOADS rows a thread at a time, their loads issued before any
+     * store, so that several are in flight. */
+    for (int row0 = threadIdx.y; row0 < sh; row0 += CONV_LOADS * CONV_BY)
+      for (int col = threadIdx.x; col < sw; col += CONV_BX) {
+        float v[CONV_LOADS];
+#pragma unroll
+        for (int u = 0; u < CONV_LOADS; u++) {
+          const int row = row0 + u * CONV_BY;
+          v[u] = 0;
+          if (row >= sh) continue;
+          if (inside) {
+            v[u] = (float)in[(iy0 + row) * rw + ix0 + col];
+          } else {
+            const int yy = conv_border32(iy0 + row, h, border), xe = conv_col(ix0 + col, rw, cl, p->w, border);
+            v[u] = yy < 0 || xe < 0 ? fill : (float)in[yy * rw + xe];
+          }
+        }
+#pragma unroll
+        for (int u = 0; u < CONV_LOADS; u++)
+          if (row0 + u * CONV_BY < sh) tile[(row0 + u * CONV_BY) * sw + col] = v[u];
+      }
+    __syncthreads();
+    float acc[CONV_K];
+#pragma unroll
+    for (int k = 0; k < CONV_K; k++) acc[k] = 0;
+    const float *base = tile + threadIdx.y * CONV_K * sw + threadIdx.x;
+    if (r == 3 && s == 3) conv_sums_fixed<3, 3>(acc, taps, base, sw, cl);
+    else if (r == 5 && s == 5) conv_sums_fixed<5, 5>(acc, taps, base, sw, cl);
+    else conv_sums(acc, taps, base, r, s, sw, cl);
+    const int ox = x0 + threadIdx.x, oy0 = y0 + threadIdx.y * CONV_K;
+    if (ox < orw) {
+      void *out = (char *)p->d.out + (size_t)plane * ((size_t)p->out_h * orw) * ladle__dtype_bytes(OT);
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++)
+        if (oy0 + k < p->out_h) ladle__store_f32(out, (size_t)((oy0 + k) * orw + ox), OT, acc[k]);
+    }
+  }
+}
+
+typedef void (*conv_fn)(const conv_plan *);
+
+/* The kernel for an input type and an output type (the input's or float). */
+template <typename TI, int IT>
+conv_fn conv_for(int out_type) {
+  return out_type == LADLE_FLOAT32 ? conv_kernel<TI, LADLE_FLOAT32> : out_type == IT ? conv_kernel<TI, IT> : NULL;
+}
+
+conv_fn conv_kernel_for(int in_type, int out_type) {
+  switch (in_type) {
+    case LADLE_UINT8: return conv_for<uint8_t, LADLE_UINT8>(out_type);
+    case LADLE_INT8: return conv_for<int8_t, LADLE_INT8>(out_type);
+    case LADLE_INT16: return conv_for<int16_t, LADLE_INT16>(out_type);
+    case LADLE_UINT16: return conv_for<uint16_t, LADLE_UINT16>(out_type);
+    case LADLE_FLOAT32: return conv_for<float, LADLE_FLOAT32>(out_type);
+    default: return NULL;
+  }
+}
+
+/* Fills a sample's plan; its tiled path needs `smem` bytes of shared memory. */
+void conv_plan_of(conv_plan *p, const ladle__conv_desc *d, size_t *smem) {
+  memset(p, 0, sizeof *p);
+  p->d = *d;
+  p->elems = d->frames * d->channels * d->out_h * d->out_w;
+  const int64_t cl = d->channel_last ? d->channels : 1, rw = d->w * cl, orw = d->out_w * cl;
+  const int64_t sw = CONV_TW + (int64_t)(d->s - 1) * cl, sh = CONV_TH + (int64_t)d->r - 1;
+  const int64_t bytes = (sw * sh + (int64_t)d->r * d->s) * (int64_t)sizeof(float);
+  p->planes = d->channel_last ? d->frames : d->frames * d->channels;
+  p->tiled = bytes <= CONV_SMEM_MAX && d->h * rw < INT32_MAX && d->out_h * orw < INT32_MAX && rw + sw < INT32_MAX &&
+             d->h + sh < INT32_MAX;
+  if (!p->tiled) return;
+  p->cl = (int)cl, p->rw = (int)rw, p->orw = (int)orw, p->h = (int)d->h, p->w = (int)d->w, p->out_h = (int)d->out_h;
+  p->sw = (int)sw, p->sh = (int)sh;
+  p->tiles_x = (int)((orw + CONV_TW - 1) / CONV_TW);
+  p->tiles_y = (int)((d->out_h + CONV_TH - 1) / CONV_TH);
+  p->tiles = p->planes * p->tiles_x * p->tiles_y;
+  if ((size_t)bytes > *smem) *smem = (size_t)bytes;
 }
 
 }  // namespace
@@ -359,11 +728,14 @@ extern "C" ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int 
   (void)cudaGetLastError();
   for (int p = 0; p < num_passes; p++) {
     int64_t most = 1;
+    const ladle__gpu_blur_pass *q0 = passes + (size_t)p * n;
     for (int i = 0; i < n; i++) {
-      const ladle__gpu_blur_pass *q = passes + (size_t)p * n + i;
+      const ladle__gpu_blur_pass *q = q0 + i;
+      LADLE_CHECK(q->src_type == q0->src_type && q->dst_type == q0->dst_type, LADLE_ERROR_INVALID_ARGUMENT,
+                  "pass %d, sample %d: the samples' types differ", p, i);
       if (q->outer * q->len * q->inner > most) most = q->outer * q->len * q->inner;
     }
-    blur_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>(
+    blur_kernel_for(q0->src_type, q0->dst_type)<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>(
         (const ladle__gpu_blur_pass *)dev_params + (size_t)p * n, (const float *)((const char *)dev_params + table_at));
     LADLE_CUDA_CHECK_LAUNCH(blur_kernel);
   }
@@ -377,7 +749,8 @@ extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int 
                                              void *dev_params, size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  int64_t items = 1, groups = 1, count = 1;
+  int64_t items = 1, groups = 1, count = 1, tiles = 0;
+  int exact = 0, general = 0;
   const ladle__gpu_norm_desc *dd = (const ladle__gpu_norm_desc *)dev_params;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_norm_param_bytes(n), __func__));
@@ -387,15 +760,46 @@ extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int 
     if (d[i].groups * d[i].chunks > items) items = d[i].groups * d[i].chunks;
     if (d[i].groups > groups) groups = d[i].groups;
     if (d[i].groups * d[i].members > count) count = d[i].groups * d[i].members;
+    LADLE_CHECK(d[i].exact == (d[0].in_type == LADLE_UINT8) && d[i].in_type == d[0].in_type &&
+                    d[i].out_type == d[0].out_type && d[i].gmode >= -1 && d[i].gmode <= 1,
+                LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad descriptor", i);
+    if (d[i].gmode < 0) general = 1;
+    else if (d[i].groups * d[i].members > 0) {
+      int64_t t;
+      if (d[i].gmode == 1) {
+        t = d[i].ga * ((d[i].gb + NORM_THREADS * NORM_ITER - 1) / (NORM_THREADS * NORM_ITER));
+      } else {
+        const int64_t cw = d[i].gb < NORM_THREADS ? d[i].gb : NORM_THREADS, rows = (NORM_THREADS / cw) * NORM_ITER;
+        t = ((d[i].gb + cw - 1) / cw) * ((d[i].ga + rows - 1) / rows);
+      }
+      if (t > tiles) tiles = t;
+    }
   }
+  exact = d[0].exact;
   memcpy(host_params, d, (size_t)n * sizeof *d);
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
-  for (int pass = 0; pass < 2; pass++) {
-    norm_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd, pass);
-    LADLE_CUDA_CHECK_LAUNCH(norm_chunk_kernel);
-    norm_total_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, pass);
-    LADLE_CUDA_CHECK_LAUNCH(norm_total_kernel);
+  if (exact) {
+    norm_zero_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd);
+    LADLE_CUDA_CHECK_LAUNCH(norm_zero_kernel);
+    if (general) {
+      norm_exact_chunk_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>(dd);
+      LADLE_CUDA_CHECK_LAUNCH(norm_exact_chunk_kernel);
+    }
+    if (tiles) {
+      const unsigned grid = (unsigned)(tiles < (1 << 20) ? tiles : (1 << 20));
+      norm_exact_kernel<<<dim3(grid, (unsigned)n), NORM_THREADS, 0, s>>>(dd);
+      LADLE_CUDA_CHECK_LAUNCH(norm_exact_kernel);
+    }
+    norm_moments_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd);
+    LADLE_CUDA_CHECK_LAUNCH(norm_moments_kernel);
+  } else {
+    for (int pass = 0; pass < 2; pass++) {
+      norm_chunk_kernel<<<dim3(blocks_for(items * 32), (unsigned)n), 256, 0, s>>>(dd, pass); /* a warp a chunk */
+      LADLE_CUDA_CHECK_LAUNCH(norm_chunk_kernel);
+      norm_total_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, pass);
+      LADLE_CUDA_CHECK_LAUNCH(norm_total_kernel);
+    }
   }
   if (batch) {
     norm_combine_kernel<<<blocks_for(groups), 256, 0, s>>>(dd, n);
@@ -403,14 +807,21 @@ extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int 
   }
   norm_finalize_kernel<<<dim3(blocks_for(groups), (unsigned)n), 256, 0, s>>>(dd, n, batch);
   LADLE_CUDA_CHECK_LAUNCH(norm_finalize_kernel);
-  norm_apply_kernel<<<dim3(blocks_for(count), (unsigned)n), 256, 0, s>>>(dd);
-  LADLE_CUDA_CHECK_LAUNCH(norm_apply_kernel);
+  {
+    const int u8 = d[0].in_type == LADLE_UINT8, f32 = d[0].out_type == LADLE_FLOAT32;
+    void (*apply)(const ladle__gpu_norm_desc *) = u8 && f32 ? norm_apply_kernel<LADLE_UINT8, LADLE_FLOAT32>
+                                                  : u8      ? norm_apply_kernel<LADLE_UINT8, -1>
+                                                  : f32     ? norm_apply_kernel<-1, LADLE_FLOAT32>
+                                                            : norm_apply_kernel<-1, -1>;
+    apply<<<dim3(blocks_for((count + 3) / 4), (unsigned)n), 256, 0, s>>>(dd); /* ~4 elements a thread */
+    LADLE_CUDA_CHECK_LAUNCH(norm_apply_kernel);
+  }
 done:
   return st;
 }
 
 extern "C" size_t ladle__gpu_conv_param_bytes(int n, int taps) {
-  return align16((size_t)n * sizeof(ladle__conv_desc)) + align16((size_t)taps * sizeof(float));
+  return align16((size_t)n * sizeof(conv_plan)) + align16((size_t)taps * sizeof(float));
 }
 
 extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *host_params, void *dev_params,
@@ -418,28 +829,35 @@ extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int ta
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
   int64_t most = 1;
+  size_t smem = 0;
+  conv_fn kernel = NULL;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_conv_param_bytes(n, taps), __func__));
+  kernel = conv_kernel_for(d[0].in_type, d[0].out_type);
+  LADLE_CHECK(kernel, LADLE_ERROR_UNSUPPORTED, "input type %d with output type %d", d[0].in_type, d[0].out_type);
   {
-    ladle__conv_desc *hd = (ladle__conv_desc *)host_params;
-    const size_t at = align16((size_t)n * sizeof *d);
+    conv_plan *hp = (conv_plan *)host_params;
+    const size_t at = align16((size_t)n * sizeof *hp);
     float *host_taps = (float *)((char *)host_params + at), *dev_taps = (float *)((char *)dev_params + at);
     int used = 0;
-    memcpy(hd, d, (size_t)n * sizeof *d);
     for (int i = 0; i < n; i++) {
       const int k = d[i].r * d[i].s;
+      LADLE_CHECK(d[i].in_type == d[0].in_type && d[i].out_type == d[0].out_type, LADLE_ERROR_INVALID_ARGUMENT,
+                  "sample %d: the samples' types differ", i);
       LADLE_CHECK(used + k <= taps, LADLE_ERROR_INVALID_ARGUMENT, "sample %d: more filter values than `taps`", i);
       memcpy(host_taps + used, d[i].taps, sizeof(float) * (size_t)k);
-      hd[i].taps = dev_taps + used;
+      conv_plan_of(&hp[i], &d[i], &smem);
+      hp[i].d.taps = dev_taps + used;
       used += k;
-      const int64_t count = d[i].frames * d[i].channels * d[i].out_h * d[i].out_w;
-      if (count > most) most = count;
+      const int64_t blocks = hp[i].tiled ? hp[i].tiles : (hp[i].elems + CONV_BX * CONV_BY - 1) / (CONV_BX * CONV_BY);
+      if (blocks > most) most = blocks;
     }
   }
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, ladle__gpu_conv_param_bytes(n, taps),
                                    cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
-  conv_kernel<<<dim3(blocks_for(most), (unsigned)n), 256, 0, s>>>((const ladle__conv_desc *)dev_params);
+  kernel<<<dim3((unsigned)(most < (1 << 20) ? most : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), smem, s>>>(
+      (const conv_plan *)dev_params);
   LADLE_CUDA_CHECK_LAUNCH(conv_kernel);
 done:
   return st;

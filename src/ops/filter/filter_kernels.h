@@ -68,11 +68,18 @@ size_t ladle__gpu_blur_param_bytes(int num_passes, int num_weights);
 ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int n, int num_passes, const float *weights,
                              int num_weights, void *host_params, void *dev_params, size_t param_bytes, void *stream);
 
-/* normalize: statistics per group (the non-reduced elements), each a sum of
- * chunk sums of LADLE__NORM_CHUNK members in memory order (normalize.c sums
- * in the same order), in double; then normalize.c's formulas. part: groups *
- * chunks doubles, stat_mean/stat_m2: groups each, batch_mean/batch_m2
- * (batch=True: shared by all samples): groups each, all device scratch. */
+/* normalize: statistics per group (the non-reduced elements). uint8 input
+ * (exact = 1): norm_core.h's exact integer sums, added in any order. Other
+ * types: in double, each a sum of chunk sums of LADLE__NORM_CHUNK members
+ * (in memory order), a chunk summed as 32 strided lanes then combined by
+ * halving (normalize.c sums in the same order). Then normalize.c's
+ * formulas. part: groups * chunks doubles, stat_mean/stat_m2: groups each,
+ * batch_mean/batch_m2 (batch=True: shared by all samples): groups each, all
+ * device scratch. gmode: the sample seen as ga x gb elements (axes of extent
+ * 1 dropped, neighbouring axes of one kind merged) where that view exists:
+ * 0: reduced axes outside the others (group = element % gb, gb groups of ga
+ * members), 1: inside (group = element / gb, ga groups of gb members);
+ * -1: any other arrangement (shape and reduced are used). */
 #define LADLE__NORM_CHUNK 1024
 typedef struct ladle__gpu_norm_desc {
   const void *in;
@@ -81,6 +88,8 @@ typedef struct ladle__gpu_norm_desc {
   int64_t shape[8];
   int reduced[8];
   int64_t groups, members, chunks;
+  int exact, gmode;
+  int64_t ga, gb;
   double *part, *stat_mean, *stat_m2, *batch_mean, *batch_m2;
   int given_mean, given_std;
   double mean, stddev, ddof, eps;

@@ -1,6 +1,8 @@
 /* gaussian_blur: a separable Gaussian convolution over every axis but the
  * channels (C), borders mirrored without repeating the edge (reflect-101:
  * ...2 1 | 0 1 2 ... | n-2 n-3...), as DALI's. Computed in float. */
+#include "core/no_fma.h" /* first: CPU results compared bit for bit with the CUDA kernels */
+
 #include <math.h>
 #include <string.h>
 

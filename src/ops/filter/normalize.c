@@ -2,11 +2,14 @@
  * mean and stddev given (scalars, or per-sample scalars) or computed over the
  * reduced axes (`axes` / `axis_names`; default all) of each sample, or of the
  * whole batch (batch=True). Statistics in double, the formula in float. */
+#include "core/no_fma.h" /* first: CPU results compared bit for bit with the CUDA kernels */
+
 #include <math.h>
 #include <string.h>
 
 #include "ops/filter/filter.h"
 #include "ops/filter/filter_kernels.h"
+#include "ops/filter/norm_core.h"
 #include "ops/geometry/normalize_kernel.h"
 
 #define NORM_MAX_GROUPS 64 /* non-reduced elements with batch=True */
@@ -92,32 +95,66 @@ static int64_t group_strides(const norm_node *st, const ladle__tensor *t, int64_
     }                                                                        \
   } while (0)
 
-/* Mean and M2 per group, in double, each a sum of chunk sums: the members
- * of a group (its elements in memory order) are summed LADLE__NORM_CHUNK at a
- * time, and the chunk sums added in order, which is what the GPU kernels do,
- * so both get the same bits. `scratch`: 2 * groups doubles. */
-static void moments(const ladle__tensor *in, const int64_t *gstride, int64_t groups, double *mean, double *m2,
-                    double *count, double *scratch) {
-  double *part = scratch, *seen = scratch + groups;
+/* Mean and M2 per group. uint8: from the exact integer sums of x and x^2
+ * (norm_core.h), which the GPU adds up in its own order with the same
+ * result. Other types: in double, each a sum of chunk sums in order; a chunk
+ * is LADLE__NORM_CHUNK members of the group (its elements in memory order),
+ * summed in 32 lanes (member k into lane k % 32, in turn) and the lanes
+ * combined by halving (lane l + 16 into lane l, then l + 8, ... l + 1):
+ * what the GPU's warps do, so both get the same bits. `scratch`: 2 * groups
+ * 8-byte words. */
+static void moments(const ladle__tensor *in, const int *reduced, const int64_t *gstride, int64_t groups, double *mean,
+                    double *m2, double *count, void *scratch) {
   int64_t total = 1;
   for (int d = 0; d < in->ndim; d++) total *= in->shape[d];
   *count = groups ? (double)(total / groups) : 0;
-  for (int pass = 0; pass < 2; pass++) {
-    double *acc = pass ? m2 : mean;
-    for (int64_t g = 0; g < groups; g++) acc[g] = part[g] = seen[g] = 0;
-#define ADD(i, g)                                                         \
-  do {                                                                    \
-    double x_ = ladle__elem(in, i), d_ = x_ - mean[g];                           \
-    part[g] += pass ? d_ * d_ : x_;                                       \
-    if (++seen[g] == LADLE__NORM_CHUNK) acc[g] += part[g], part[g] = 0, seen[g] = 0; \
-  } while (0)
-    FOR_ELEMENTS(*in, gstride, ADD);
-#undef ADD
-    for (int64_t g = 0; g < groups; g++) {
-      if (seen[g]) acc[g] += part[g];
-      if (!pass) mean[g] = *count > 0 ? mean[g] / *count : 0;
-    }
+  if (in->dtype == LADLE_UINT8) {
+    uint64_t *sum = scratch, *sq = sum + groups;
+    const uint8_t *px = in->data;
+    for (int64_t g = 0; g < groups; g++) sum[g] = sq[g] = 0;
+#define ADD_EXACT(i, g) sum[g] += px[i], sq[g] += (uint64_t)px[i] * px[i]
+    FOR_ELEMENTS(*in, gstride, ADD_EXACT);
+#undef ADD_EXACT
+    for (int64_t g = 0; g < groups; g++) ladle__norm_exact_moments(sum[g], sq[g], total / groups, &mean[g], &m2[g]);
+    return;
   }
+  /* Element strides; the kept (group) and reduced (member) axes. */
+  int64_t stride[LADLE_MAX_NDIM], k = 1, members = groups ? total / groups : 0;
+  int gax[LADLE_MAX_NDIM], max[LADLE_MAX_NDIM], ng = 0, nm = 0;
+  for (int d = in->ndim - 1; d >= 0; d--) stride[d] = k, k *= in->shape[d];
+  for (int d = 0; d < in->ndim; d++) {
+    if (reduced[d]) max[nm++] = d;
+    else gax[ng++] = d;
+  }
+  for (int pass = 0; pass < 2; pass++)
+    for (int64_t g = 0; g < groups; g++) {
+      int64_t off = 0, rest = g, idx[LADLE_MAX_NDIM] = {0}, m = 0;
+      for (int i = ng - 1; i >= 0; i--) {
+        off += rest % in->shape[gax[i]] * stride[gax[i]];
+        rest /= in->shape[gax[i]];
+      }
+      const double mu = pass ? mean[g] : 0;
+      double acc = 0;
+      while (m < members) {
+        double lane[32] = {0};
+        for (int j = 0; j < LADLE__NORM_CHUNK && m < members; j++, m++) {
+          const double x = ladle__elem(in, off), dx = x - mu;
+          lane[j & 31] += pass ? dx * dx : x;
+          for (int i = nm - 1; i >= 0; i--) { /* the next member */
+            const int d = max[i];
+            off += stride[d];
+            if (++idx[i] < in->shape[d]) break;
+            off -= stride[d] * in->shape[d];
+            idx[i] = 0;
+          }
+        }
+        for (int half = 16; half > 0; half >>= 1)
+          for (int l = 0; l < half; l++) lane[l] += lane[l + half];
+        acc += lane[0];
+      }
+      if (pass) m2[g] = acc;
+      else mean[g] = *count > 0 ? acc / *count : 0;
+    }
 }
 
 static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
@@ -131,8 +168,8 @@ static ladle_status norm_setup(ladle__node *n, ladle__sample *s) {
                          (long long)groups, NORM_MAX_GROUPS);
   ns->groups = (int)groups;
   if (n->device != LADLE_ON_CPU) return LADLE_OK; /* the GPU computes its own */
-  double scratch[2 * NORM_MAX_GROUPS];
-  moments(&in, gstride, groups, ns->mean, ns->m2, &ns->count, scratch);
+  uint64_t scratch[2 * NORM_MAX_GROUPS];
+  moments(&in, ((const norm_node *)n->state)->reduced, gstride, groups, ns->mean, ns->m2, &ns->count, scratch);
   return LADLE_OK;
 }
 
@@ -196,7 +233,7 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
       count = c;
     }
   } else {
-    moments(&in, gstride, groups, mean, m2, &count, m2 + groups);
+    moments(&in, ((const norm_node *)n->state)->reduced, gstride, groups, mean, m2, &count, m2 + groups);
   }
   norm_consts c = consts_of(n, s);
   finalize(&c, groups, count, mean, m2);
@@ -209,6 +246,28 @@ static ladle_status norm_run(ladle__node *n, ladle__sample *s) {
 }
 
 #ifdef LADLE_HAVE_CUDA
+/* The kernels' view of a sample as ga x gb elements (filter_kernels.h's
+ * gmode): axes of extent 1 dropped, neighbouring axes of one kind merged;
+ * -1 where more than one reduced and one kept run remain. */
+static int group_view(const ladle__tensor *in, const int *reduced, int64_t *ga, int64_t *gb) {
+  int kind[LADLE_MAX_NDIM], runs = 0;
+  int64_t ext[LADLE_MAX_NDIM];
+  for (int d = 0; d < in->ndim; d++) {
+    if (in->shape[d] == 1) continue;
+    if (runs && kind[runs - 1] == reduced[d]) {
+      ext[runs - 1] *= in->shape[d];
+    } else {
+      kind[runs] = reduced[d];
+      ext[runs++] = in->shape[d];
+    }
+  }
+  if (runs > 2) return -1;
+  if (runs == 0) return *ga = 1, *gb = 1, 1;
+  if (runs == 1) return *ga = 1, *gb = ext[0], kind[0] ? 1 : 0;
+  *ga = ext[0], *gb = ext[1];
+  return kind[0] ? 0 : 1;
+}
+
 static ladle_status norm_run_batch(ladle__node *n, ladle__gpu *g) {
   const norm_node *st = n->state;
   int batch = n->config->batch_size, by_batch = (int)ladle__arg_int(n, NULL, NM_BATCH);
@@ -235,6 +294,8 @@ static ladle_status norm_run_batch(ladle__node *n, ladle__gpu *g) {
     d[i].ndim = in.ndim;
     for (int k = 0; k < in.ndim; k++) d[i].shape[k] = in.shape[k], d[i].reduced[k] = st->reduced[k];
     d[i].groups = groups;
+    d[i].exact = in.dtype == LADLE_UINT8;
+    d[i].gmode = group_view(&in, st->reduced, &d[i].ga, &d[i].gb);
     d[i].members = groups ? total / groups : 0;
     d[i].chunks = (d[i].members + LADLE__NORM_CHUNK - 1) / LADLE__NORM_CHUNK;
     d[i].given_mean = c.given_mean;
