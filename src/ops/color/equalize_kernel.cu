@@ -1,4 +1,14 @@
-/* equalize on the GPU (equalize_kernel.h). */
+/* equalize on the GPU (equalize_kernel.h). A sample is seen as `runs`
+ * contiguous runs of bytes whose channel is the byte's index modulo `ch`:
+ * frames of interleaved channels (HWC, FHWC: ch = channels) or single planes
+ * (HW, CHW, FCHW: ch = 1); plane (run * ch + channel) is histogram h of
+ * equalize_core.h. A block takes LADLE__EQ_SPAN bytes of one run and reads
+ * them as aligned 4-byte words (the few bytes before the first aligned
+ * address and after the last word one by one), tracking each byte's channel
+ * without a division per byte: it counts into per-block shared counters
+ * (ch x 256) added to the plane's histogram at the end, and it applies the
+ * tables from a shared copy. Counts are exact, so the order of the atomic
+ * additions does not matter. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
@@ -15,73 +25,185 @@ extern "C" {
 
 namespace {
 
+constexpr int THREADS = 256;
+constexpr int64_t SPAN = 32768;  /* bytes of a run per block */
+constexpr int SHARED_CH = 32;    /* runs of more interleaved channels count in global memory */
+
+struct sample {
+  const uint8_t *in;
+  uint8_t *out;
+  uint32_t *hist;
+  const uint8_t *lut;
+  int64_t runs, run_len, run_stride;
+  int ch;
+};
+
+/* The channel of byte e of a run, and the channel `step` bytes later. */
+__device__ __forceinline__ int channel_of(int64_t e, int ch) {
+  return ch == 1 ? 0 : ((uint64_t)e >> 32) ? (int)(e % ch) : (int)((uint32_t)e % (uint32_t)ch);
+}
+
+__device__ __forceinline__ int next_channel(int c, int step, int ch) {
+  c += step;
+  return c >= ch ? c - ch : c;
+}
+
+/* Bytes [lo, hi) of a run starting at p that are read one at a time: those
+ * before the first 4-aligned address (at most 3) and after the last whole
+ * word; a is where the words begin, words their count. */
+__device__ __forceinline__ void word_range(const void *p, int64_t lo, int64_t hi, int64_t *a, int64_t *words) {
+  int64_t head = (int64_t)((4 - ((uintptr_t)p + (uintptr_t)lo) % 4) % 4);
+  *a = lo + head < hi ? lo + head : hi;
+  *words = (hi - *a) / 4;
+}
+
+__global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict__ samples, int shared_ch) {
+  extern __shared__ uint32_t counts[];
+  const sample &s = samples[blockIdx.y];
+  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * SPAN;
+  if (u >= s.runs || lo >= s.run_len) return;
+  const int64_t hi = lo + SPAN < s.run_len ? lo + SPAN : s.run_len;
+  const int ch = s.ch, tid = threadIdx.x;
+  const bool in_shared = ch <= shared_ch;
+  uint32_t *cnt = in_shared ? counts : s.hist + u * ch * 256;
+  if (in_shared) {
+    for (int i = tid; i < ch * 256; i += THREADS) counts[i] = 0;
+    __syncthreads();
+  }
+  const uint8_t *p = s.in + u * s.run_stride;
+  int64_t a, words;
+  word_range(p, lo, hi, &a, &words);
+  if (lo + tid < a) atomicAdd(&cnt[channel_of(lo + tid, ch) * 256 + p[lo + tid]], 1u);
+  const int64_t tail = a + 4 * words;
+  if (tail + tid < hi) atomicAdd(&cnt[channel_of(tail + tid, ch) * 256 + p[tail + tid]], 1u);
+  const uint32_t *wp = (const uint32_t *)(p + a);
+  const int adv = (4 * THREADS) % ch;
+  int c0 = channel_of(a + 4 * (int64_t)tid, ch);
+  for (int64_t w = tid; w < words; w += THREADS) {
+    const uint32_t v = wp[w];
+    int c = c0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      atomicAdd(&cnt[c * 256 + ((v >> (8 * j)) & 255u)], 1u);
+      c = next_channel(c, 1, ch);
+    }
+    c0 = next_channel(c0, adv, ch);
+  }
+  if (in_shared) {
+    __syncthreads();
+    uint32_t *h = s.hist + u * ch * 256;
+    for (int i = tid; i < ch * 256; i += THREADS)
+      if (counts[i]) atomicAdd(&h[i], counts[i]);
+  }
+}
+
+__global__ void lut_kernel(const sample *__restrict__ samples) {
+  const sample &s = samples[blockIdx.y];
+  const int64_t hists = s.runs * s.ch;
+  for (int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; h < hists; h += (int64_t)gridDim.x * blockDim.x)
+    ladle__equalize_lut((uint8_t *)s.lut + h * 256, s.hist + h * 256);
+}
+
+__global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict__ samples, int shared_ch) {
+  extern __shared__ uint32_t table_words[];
+  const sample &s = samples[blockIdx.y];
+  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * SPAN;
+  if (u >= s.runs || lo >= s.run_len) return;
+  const int64_t hi = lo + SPAN < s.run_len ? lo + SPAN : s.run_len;
+  const int ch = s.ch, tid = threadIdx.x;
+  const uint8_t *lut = s.lut + u * ch * 256;
+  if (ch <= shared_ch) { /* the run's tables: ch * 256 bytes, 4-aligned */
+    for (int i = tid; i < ch * 64; i += THREADS) table_words[i] = ((const uint32_t *)lut)[i];
+    lut = (const uint8_t *)table_words;
+    __syncthreads();
+  }
+  const uint8_t *ip = s.in + u * s.run_stride;
+  uint8_t *op = s.out + u * s.run_stride;
+  if (((uintptr_t)ip - (uintptr_t)op) % 4) { /* words of input and output not aligned together */
+    const int adv = THREADS % ch;
+    int c = channel_of(lo + tid, ch);
+    for (int64_t e = lo + tid; e < hi; e += THREADS) {
+      op[e] = lut[c * 256 + ip[e]];
+      c = next_channel(c, adv, ch);
+    }
+    return;
+  }
+  int64_t a, words;
+  word_range(ip, lo, hi, &a, &words);
+  if (lo + tid < a) op[lo + tid] = lut[channel_of(lo + tid, ch) * 256 + ip[lo + tid]];
+  const int64_t tail = a + 4 * words;
+  if (tail + tid < hi) op[tail + tid] = lut[channel_of(tail + tid, ch) * 256 + ip[tail + tid]];
+  const uint32_t *wi = (const uint32_t *)(ip + a);
+  uint32_t *wo = (uint32_t *)(op + a);
+  const int adv = (4 * THREADS) % ch;
+  int c0 = channel_of(a + 4 * (int64_t)tid, ch);
+  for (int64_t w = tid; w < words; w += THREADS) {
+    const uint32_t v = wi[w];
+    uint32_t r = 0;
+    int c = c0;
+#pragma unroll
+    for (int j = 0; j < 4; j++) {
+      r |= (uint32_t)lut[c * 256 + ((v >> (8 * j)) & 255u)] << (8 * j);
+      c = next_channel(c, 1, ch);
+    }
+    wo[w] = r;
+    c0 = next_channel(c0, adv, ch);
+  }
+}
+
 unsigned blocks_for(int64_t count) {
   int64_t b = (count + 255) / 256;
   return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
 }
 
-/* One block counts its share of one plane (blockIdx.z) in shared memory. */
-__global__ void hist_kernel(const ladle__equalize_desc *__restrict__ samples) {
-  __shared__ uint32_t counts[256];
-  const ladle__equalize_desc *d = samples + blockIdx.y;
-  if ((int64_t)blockIdx.z >= d->hists) return;
-  for (int v = threadIdx.x; v < 256; v += blockDim.x) counts[v] = 0;
-  __syncthreads();
-  for (int64_t p = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; p < d->pixels; p += (int64_t)gridDim.x * blockDim.x)
-    atomicAdd(&counts[d->in[ladle__equalize_offset(d, blockIdx.z, p)]], 1u);
-  __syncthreads();
-  for (int v = threadIdx.x; v < 256; v += blockDim.x)
-    if (counts[v]) atomicAdd(&d->hist[(int64_t)blockIdx.z * 256 + v], counts[v]);
-}
-
-__global__ void lut_kernel(const ladle__equalize_desc *__restrict__ samples) {
-  const ladle__equalize_desc *d = samples + blockIdx.y;
-  for (int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; h < d->hists; h += (int64_t)gridDim.x * blockDim.x)
-    ladle__equalize_lut(d->lut + h * 256, d->hist + h * 256);
-}
-
-__global__ void apply_kernel(const ladle__equalize_desc *__restrict__ samples) {
-  const ladle__equalize_desc *d = samples + blockIdx.y;
-  const int64_t items = d->hists * d->pixels;
-  for (int64_t t = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; t < items; t += (int64_t)gridDim.x * blockDim.x) {
-    const int64_t h = t / d->pixels, at = ladle__equalize_offset(d, h, t % d->pixels);
-    d->out[at] = d->lut[h * 256 + d->in[at]];
-  }
-}
-
 }  // namespace
 
-extern "C" size_t ladle__gpu_equalize_param_bytes(int n) {
-  return ladle__align16((size_t)n * sizeof(ladle__equalize_desc));
-}
+extern "C" size_t ladle__gpu_equalize_param_bytes(int n) { return ladle__align16((size_t)n * sizeof(sample)); }
 
 extern "C" ladle_status ladle__gpu_equalize(const ladle__equalize_desc *d, int n, uint32_t *hist, int64_t total_hists,
                                             void *host_params, void *dev_params, size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  int64_t pixels = 1, hists = 1, items = 1;
+  sample *hs = (sample *)host_params;
+  int64_t runs = 1, run_len = 1, hists = 1;
+  int shared_ch = 0;
   LADLE_CUDA_ENTER();
   LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_equalize_param_bytes(n),
                                     __func__));
   for (int i = 0; i < n; i++) {
-    if (d[i].pixels > pixels) pixels = d[i].pixels;
-    if (d[i].hists > hists) hists = d[i].hists;
-    if (d[i].hists * d[i].pixels > items) items = d[i].hists * d[i].pixels;
+    const ladle__equalize_desc *e = &d[i];
+    sample *q = &hs[i];
+    const int interleaved = e->channels > 1 && e->chan_stride == 1 && e->pix_stride == e->channels;
+    const int planar = e->pix_stride == 1 && (e->channels == 1 || e->chan_stride == e->pixels);
+    if (e->channels < 1 || e->channels > 65535 || e->hists % e->channels ||
+        e->frame_stride != e->pixels * e->channels || !(interleaved || planar))
+      LADLE_TRY(ladle__set_error(LADLE_ERROR_UNSUPPORTED, __func__, "sample %d: not a layout of whole planes", i));
+    q->in = e->in, q->out = e->out, q->hist = e->hist, q->lut = e->lut;
+    q->ch = interleaved ? (int)e->channels : 1;
+    q->runs = interleaved ? e->hists / e->channels : e->hists;
+    q->run_len = e->pixels * q->ch;
+    q->run_stride = interleaved ? e->frame_stride : e->pixels;
+    if (q->runs > runs) runs = q->runs;
+    if (q->run_len > run_len) run_len = q->run_len;
+    if (e->hists > hists) hists = e->hists;
+    if (q->ch <= SHARED_CH && q->ch > shared_ch) shared_ch = q->ch;
   }
-  if (hists > 65535)
+  if (runs > 65535)
     LADLE_TRY(ladle__set_error(LADLE_ERROR_UNSUPPORTED, __func__, "%lld planes in one sample (at most 65535)",
-                               (long long)hists));
-  memcpy(host_params, d, (size_t)n * sizeof *d);
-  LADLE_CUDA_CHECK(cudaMemsetAsync(hist, 0, sizeof *hist * 256 * (size_t)total_hists, s));
-  LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *d, cudaMemcpyHostToDevice, s));
-  (void)cudaGetLastError();
-  hist_kernel<<<dim3(blocks_for(pixels) < 64 ? blocks_for(pixels) : 64, (unsigned)n, (unsigned)hists), 256, 0, s>>>(
-      (const ladle__equalize_desc *)dev_params);
-  LADLE_CUDA_CHECK_LAUNCH(hist_kernel);
-  lut_kernel<<<dim3(blocks_for(hists), (unsigned)n), 256, 0, s>>>((const ladle__equalize_desc *)dev_params);
-  LADLE_CUDA_CHECK_LAUNCH(lut_kernel);
-  apply_kernel<<<dim3(blocks_for(items), (unsigned)n), 256, 0, s>>>((const ladle__equalize_desc *)dev_params);
-  LADLE_CUDA_CHECK_LAUNCH(apply_kernel);
+                               (long long)runs));
+  {
+    const dim3 grid((unsigned)((run_len + SPAN - 1) / SPAN), (unsigned)n, (unsigned)runs);
+    LADLE_CUDA_CHECK(cudaMemsetAsync(hist, 0, sizeof *hist * 256 * (size_t)total_hists, s));
+    LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *hs, cudaMemcpyHostToDevice, s));
+    (void)cudaGetLastError();
+    hist_kernel<<<grid, THREADS, (size_t)shared_ch * 256 * sizeof(uint32_t), s>>>((const sample *)dev_params,
+                                                                                 shared_ch);
+    LADLE_CUDA_CHECK_LAUNCH(hist_kernel);
+    lut_kernel<<<dim3(blocks_for(hists), (unsigned)n), 256, 0, s>>>((const sample *)dev_params);
+    LADLE_CUDA_CHECK_LAUNCH(lut_kernel);
+    apply_kernel<<<grid, THREADS, (size_t)shared_ch * 256, s>>>((const sample *)dev_params, shared_ch);
+    LADLE_CUDA_CHECK_LAUNCH(apply_kernel);
+  }
 done:
   return st;
 }
