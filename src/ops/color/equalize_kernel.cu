@@ -26,7 +26,8 @@ extern "C" {
 namespace {
 
 constexpr int THREADS = 256;
-constexpr int64_t SPAN = 32768;  /* bytes of a run per block */
+constexpr int64_t SPAN = 32768;       /* bytes of a run per block of apply_kernel */
+constexpr int64_t HIST_SPAN = 65536;  /* and of hist_kernel (fewer blocks: fewer additions of counters) */
 constexpr int SHARED_CH = 32;    /* runs of more interleaved channels count in global memory */
 
 struct sample {
@@ -60,9 +61,9 @@ __device__ __forceinline__ void word_range(const void *p, int64_t lo, int64_t hi
 __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict__ samples, int shared_ch) {
   extern __shared__ uint32_t counts[];
   const sample &s = samples[blockIdx.y];
-  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * SPAN;
+  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * HIST_SPAN;
   if (u >= s.runs || lo >= s.run_len) return;
-  const int64_t hi = lo + SPAN < s.run_len ? lo + SPAN : s.run_len;
+  const int64_t hi = lo + HIST_SPAN < s.run_len ? lo + HIST_SPAN : s.run_len;
   const int ch = s.ch, tid = threadIdx.x;
   const bool in_shared = ch <= shared_ch;
   uint32_t *cnt = in_shared ? counts : s.hist + u * ch * 256;
@@ -73,14 +74,14 @@ __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict_
   const uint8_t *p = s.in + u * s.run_stride;
   int64_t a, words;
   word_range(p, lo, hi, &a, &words);
-  if (lo + tid < a) atomicAdd(&cnt[channel_of(lo + tid, ch) * 256 + p[lo + tid]], 1u);
+  if (lo + tid < a) atomicAdd(&cnt[channel_of(lo + tid, ch) * 256 + __ldg(p + lo + tid)], 1u);
   const int64_t tail = a + 4 * words;
-  if (tail + tid < hi) atomicAdd(&cnt[channel_of(tail + tid, ch) * 256 + p[tail + tid]], 1u);
+  if (tail + tid < hi) atomicAdd(&cnt[channel_of(tail + tid, ch) * 256 + __ldg(p + tail + tid)], 1u);
   const uint32_t *wp = (const uint32_t *)(p + a);
   const int adv = (4 * THREADS) % ch;
   int c0 = channel_of(a + 4 * (int64_t)tid, ch);
   for (int64_t w = tid; w < words; w += THREADS) {
-    const uint32_t v = wp[w];
+    const uint32_t v = __ldg(wp + w);
     int c = c0;
 #pragma unroll
     for (int j = 0; j < 4; j++) {
@@ -97,11 +98,41 @@ __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict_
   }
 }
 
-__global__ void lut_kernel(const sample *__restrict__ samples) {
+/* A warp per plane: lane l takes values 8l .. 8l + 7; the cumulative counts
+ * by a shuffle scan (integers: exact), then equalize_core.h's entries. */
+__global__ void __launch_bounds__(256) lut_kernel(const sample *__restrict__ samples) {
   const sample &s = samples[blockIdx.y];
+  const int lane = threadIdx.x & 31;
   const int64_t hists = s.runs * s.ch;
-  for (int64_t h = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; h < hists; h += (int64_t)gridDim.x * blockDim.x)
-    ladle__equalize_lut((uint8_t *)s.lut + h * 256, s.hist + h * 256);
+  for (int64_t h = (int64_t)blockIdx.x * 8 + threadIdx.x / 32; h < hists; h += (int64_t)gridDim.x * 8) {
+    const uint4 *hw = (const uint4 *)(s.hist + h * 256) + 2 * lane;
+    const uint4 a = hw[0], b = hw[1];
+    const uint32_t count[8] = {a.x, a.y, a.z, a.w, b.x, b.y, b.z, b.w};
+    int64_t mine = 0, first = 0;
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      if (!first) first = count[j];
+      mine += count[j];
+    }
+    int64_t below = mine; /* inclusive scan of the lanes' totals */
+    for (int off = 1; off < 32; off *= 2) {
+      const int64_t up = __shfl_up_sync(0xffffffffu, below, off);
+      if (lane >= off) below += up;
+    }
+    const int64_t total = __shfl_sync(0xffffffffu, below, 31);
+    const unsigned nonzero = __ballot_sync(0xffffffffu, mine != 0);
+    const int64_t c0 = nonzero ? __shfl_sync(0xffffffffu, first, __ffs(nonzero) - 1) : 0;
+    int64_t cdf = below - mine;
+    uint32_t out[2] = {0, 0};
+    const double scale = total == c0 ? 0.0 : 255.0 / (double)(total - c0);
+#pragma unroll
+    for (int j = 0; j < 8; j++) {
+      cdf += count[j];
+      const uint32_t e = total == c0 ? (uint32_t)(8 * lane + j) : ladle__equalize_entry(cdf, c0, scale);
+      out[j / 4] |= e << (8 * (j % 4));
+    }
+    ((uint2 *)((uint8_t *)s.lut + h * 256))[lane] = make_uint2(out[0], out[1]);
+  }
 }
 
 __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict__ samples, int shared_ch) {
@@ -123,22 +154,22 @@ __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict
     const int adv = THREADS % ch;
     int c = channel_of(lo + tid, ch);
     for (int64_t e = lo + tid; e < hi; e += THREADS) {
-      op[e] = lut[c * 256 + ip[e]];
+      __stcg(op + e, lut[c * 256 + __ldg(ip + e)]);
       c = next_channel(c, adv, ch);
     }
     return;
   }
   int64_t a, words;
   word_range(ip, lo, hi, &a, &words);
-  if (lo + tid < a) op[lo + tid] = lut[channel_of(lo + tid, ch) * 256 + ip[lo + tid]];
+  if (lo + tid < a) __stcg(op + lo + tid, lut[channel_of(lo + tid, ch) * 256 + __ldg(ip + lo + tid)]);
   const int64_t tail = a + 4 * words;
-  if (tail + tid < hi) op[tail + tid] = lut[channel_of(tail + tid, ch) * 256 + ip[tail + tid]];
+  if (tail + tid < hi) __stcg(op + tail + tid, lut[channel_of(tail + tid, ch) * 256 + __ldg(ip + tail + tid)]);
   const uint32_t *wi = (const uint32_t *)(ip + a);
   uint32_t *wo = (uint32_t *)(op + a);
   const int adv = (4 * THREADS) % ch;
   int c0 = channel_of(a + 4 * (int64_t)tid, ch);
   for (int64_t w = tid; w < words; w += THREADS) {
-    const uint32_t v = wi[w];
+    const uint32_t v = __ldg(wi + w);
     uint32_t r = 0;
     int c = c0;
 #pragma unroll
@@ -146,14 +177,9 @@ __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict
       r |= (uint32_t)lut[c * 256 + ((v >> (8 * j)) & 255u)] << (8 * j);
       c = next_channel(c, 1, ch);
     }
-    wo[w] = r;
+    __stcg(wo + w, r);
     c0 = next_channel(c0, adv, ch);
   }
-}
-
-unsigned blocks_for(int64_t count) {
-  int64_t b = (count + 255) / 256;
-  return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
 }
 
 }  // namespace
@@ -193,13 +219,15 @@ extern "C" ladle_status ladle__gpu_equalize(const ladle__equalize_desc *d, int n
                                (long long)runs));
   {
     const dim3 grid((unsigned)((run_len + SPAN - 1) / SPAN), (unsigned)n, (unsigned)runs);
+    const dim3 hist_grid((unsigned)((run_len + HIST_SPAN - 1) / HIST_SPAN), (unsigned)n, (unsigned)runs);
     LADLE_CUDA_CHECK(cudaMemsetAsync(hist, 0, sizeof *hist * 256 * (size_t)total_hists, s));
     LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, (size_t)n * sizeof *hs, cudaMemcpyHostToDevice, s));
     (void)cudaGetLastError();
-    hist_kernel<<<grid, THREADS, (size_t)shared_ch * 256 * sizeof(uint32_t), s>>>((const sample *)dev_params,
+    hist_kernel<<<hist_grid, THREADS, (size_t)shared_ch * 256 * sizeof(uint32_t), s>>>((const sample *)dev_params,
                                                                                  shared_ch);
     LADLE_CUDA_CHECK_LAUNCH(hist_kernel);
-    lut_kernel<<<dim3(blocks_for(hists), (unsigned)n), 256, 0, s>>>((const sample *)dev_params);
+    lut_kernel<<<dim3((unsigned)((hists + 7) / 8 < 4096 ? (hists + 7) / 8 : 4096), (unsigned)n), 256, 0, s>>>(
+        (const sample *)dev_params);
     LADLE_CUDA_CHECK_LAUNCH(lut_kernel);
     apply_kernel<<<grid, THREADS, (size_t)shared_ch * 256, s>>>((const sample *)dev_params, shared_ch);
     LADLE_CUDA_CHECK_LAUNCH(apply_kernel);

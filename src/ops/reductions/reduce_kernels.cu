@@ -150,14 +150,15 @@ __device__ __forceinline__ acc_t<T, K> walk(const sample &s, const T *__restrict
   if (s.nred == 1) {
     const int64_t step = LANES * s.red_str[0];
     const T *p = in + at0 + m * s.red_str[0];
-    for (; m + 3 * LANES < end; m += 4 * LANES, p += 4 * step) {
-      const T x0 = p[0], x1 = p[step], x2 = p[2 * step], x3 = p[3 * step];
-      acc = fold<A, K>(acc, term<T, K>(x0, mean));
-      acc = fold<A, K>(acc, term<T, K>(x1, mean));
-      acc = fold<A, K>(acc, term<T, K>(x2, mean));
-      acc = fold<A, K>(acc, term<T, K>(x3, mean));
+    constexpr int U = 8; /* loads in flight per lane */
+    for (; m + (U - 1) * LANES < end; m += U * LANES, p += U * step) {
+      T x[U];
+#pragma unroll
+      for (int j = 0; j < U; j++) x[j] = __ldg(p + j * step);
+#pragma unroll
+      for (int j = 0; j < U; j++) acc = fold<A, K>(acc, term<T, K>(x[j], mean));
     }
-    for (; m < end; m += LANES, p += step) acc = fold<A, K>(acc, term<T, K>(*p, mean));
+    for (; m < end; m += LANES, p += step) acc = fold<A, K>(acc, term<T, K>(__ldg(p), mean));
     return acc;
   }
   int64_t idx[RUNS], rest = m, at = at0;
@@ -175,7 +176,7 @@ __device__ __forceinline__ acc_t<T, K> walk(const sample &s, const T *__restrict
     at += idx[q] * s.red_str[q];
   }
   for (; m < end; m += LANES) {
-    acc = fold<A, K>(acc, term<T, K>(in[at], mean));
+    acc = fold<A, K>(acc, term<T, K>(__ldg(in + at), mean));
     int64_t carry = 0;
 #pragma unroll
     for (int q = 0; q < RUNS; q++) { /* add 32 in the mixed radix of the reduced runs */
