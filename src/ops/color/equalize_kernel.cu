@@ -58,12 +58,21 @@ __device__ __forceinline__ void word_range(const void *p, int64_t lo, int64_t hi
   *words = (hi - *a) / 4;
 }
 
+/* The bytes [lo, hi) of run blockIdx.z of sample s that block blockIdx.x
+ * takes, `span` per block; false when there are none. */
+__device__ __forceinline__ bool block_bytes(const sample &s, int64_t span, int64_t *lo, int64_t *hi) {
+  *lo = (int64_t)blockIdx.x * span;
+  if ((int64_t)blockIdx.z >= s.runs || *lo >= s.run_len) return false;
+  *hi = *lo + span < s.run_len ? *lo + span : s.run_len;
+  return true;
+}
+
 __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict__ samples, int shared_ch) {
   extern __shared__ uint32_t counts[];
   const sample &s = samples[blockIdx.y];
-  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * HIST_SPAN;
-  if (u >= s.runs || lo >= s.run_len) return;
-  const int64_t hi = lo + HIST_SPAN < s.run_len ? lo + HIST_SPAN : s.run_len;
+  const int64_t u = blockIdx.z;
+  int64_t lo, hi;
+  if (!block_bytes(s, HIST_SPAN, &lo, &hi)) return;
   const int ch = s.ch, tid = threadIdx.x;
   const bool in_shared = ch <= shared_ch;
   uint32_t *cnt = in_shared ? counts : s.hist + u * ch * 256;
@@ -138,9 +147,9 @@ __global__ void __launch_bounds__(256) lut_kernel(const sample *__restrict__ sam
 __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict__ samples, int shared_ch) {
   extern __shared__ uint32_t table_words[];
   const sample &s = samples[blockIdx.y];
-  const int64_t u = blockIdx.z, lo = (int64_t)blockIdx.x * SPAN;
-  if (u >= s.runs || lo >= s.run_len) return;
-  const int64_t hi = lo + SPAN < s.run_len ? lo + SPAN : s.run_len;
+  const int64_t u = blockIdx.z;
+  int64_t lo, hi;
+  if (!block_bytes(s, SPAN, &lo, &hi)) return;
   const int ch = s.ch, tid = threadIdx.x;
   const uint8_t *lut = s.lut + u * ch * 256;
   if (ch <= shared_ch) { /* the run's tables: ch * 256 bytes, 4-aligned */
