@@ -120,6 +120,16 @@ def test_against_dali(dtype):
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-4)
 
 
+def test_min_max_propagate_nan():
+    x = np.arange(2 * 40 * 3, dtype=np.float32).reshape(2, 40, 3)
+    x[1, 17, 0] = np.nan  # neither first nor last in any order of the members
+    got = run(lambda x: (fn.reductions.min(x, axes=[0, 1]), fn.reductions.max(x, axes=[0, 1]),
+                         fn.reductions.min(x, axes=[2])), [x])
+    np.testing.assert_array_equal(got[0][0], np.min(x, axis=(0, 1)))
+    np.testing.assert_array_equal(got[1][0], np.max(x, axis=(0, 1)))
+    np.testing.assert_array_equal(got[2][0], np.min(x, axis=2))
+
+
 def test_errors():
     def build(graph, dtype=types.UINT8):
         pipe = ladle.Pipeline(batch_size=1, num_threads=1, device_id=None)
