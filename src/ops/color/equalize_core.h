@@ -25,6 +25,19 @@ LADLE__DT_INLINE int64_t ladle__equalize_offset(const ladle__equalize_desc *d, i
   return (h / d->channels) * d->frame_stride + (h % d->channels) * d->chan_stride + p * d->pix_stride;
 }
 
+#if defined(__CUDA_ARCH__)
+#define LADLE__EQ_MUL(a, b) __dmul_rn((a), (b))
+#else
+#define LADLE__EQ_MUL(a, b) ((a) * (b))
+#endif
+
+/* The table's entry for a value whose cumulative count is cdf, in a plane
+ * whose smallest value present has c0 pixels; scale = 255.0 / (N - c0). */
+LADLE__DT_INLINE uint8_t ladle__equalize_entry(int64_t cdf, int64_t c0, double scale) {
+  double x = ladle__round_even_f64(LADLE__EQ_MUL((double)(cdf - c0), scale));
+  return (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
+}
+
 /* lut[0..256) of a plane from its histogram. */
 LADLE__DT_INLINE void ladle__equalize_lut(uint8_t *lut, const uint32_t *hist) {
   int64_t total = 0, c0 = 0, cdf = 0;
@@ -39,8 +52,7 @@ LADLE__DT_INLINE void ladle__equalize_lut(uint8_t *lut, const uint32_t *hist) {
   const double scale = 255.0 / (double)(total - c0);
   for (int v = 0; v < 256; v++) {
     cdf += hist[v];
-    double x = ladle__round_even_f64((double)(cdf - c0) * scale);
-    lut[v] = (uint8_t)(x < 0 ? 0 : x > 255 ? 255 : x);
+    lut[v] = ladle__equalize_entry(cdf, c0, scale);
   }
 }
 

@@ -1,8 +1,10 @@
 /* equalize on the GPU (equalize_kernel.cu): histograms (shared-memory
  * counters, added atomically: exact), tables with equalize_core.h's formula,
  * then the lookup; bit-identical to equalize.c. Descriptors in host memory
- * with device pointers, copied through host_params (pinned, 16-byte aligned)
- * to dev_params on `stream`; hist counters are zeroed here. Only built with
+ * with device pointers, of the shapes equalize.c describes (interleaved
+ * channels or whole planes); the launcher's form of them is written to
+ * host_params (pinned, 16-byte aligned) and copied to dev_params on
+ * `stream`; hist counters are zeroed here. Only built with
  * LADLE_HAVE_CUDA. */
 #ifndef LADLE_OPS_COLOR_EQUALIZE_KERNEL_H
 #define LADLE_OPS_COLOR_EQUALIZE_KERNEL_H

@@ -2,10 +2,17 @@
  * (reductions.c) and the CUDA kernels (reduce_kernels.cu), so that both give
  * the same bits. A sample's elements fall into groups (one per output
  * element: the indices of the kept axes); a group's members (the indices of
- * the reduced axes, in memory order) are taken LADLE__REDUCE_CHUNK at a time,
- * each chunk accumulated in order, then the chunk results combined in order.
+ * the reduced axes, in memory order) are taken LADLE__REDUCE_CHUNK at a time.
+ * The order of a list of values (a chunk's members, then a group's chunk
+ * results) is the order of one CUDA warp: lane l (of LADLE__REDUCE_LANES)
+ * folds values l, l + 32, l + 64 ... in turn, starting from the identity
+ * (ladle__reduce_identity), then the lanes are combined as a butterfly
+ * (ladle__reduce_tree: lane l with lane l + 16, then + 8, ... + 1). The GPU
+ * reads a chunk with neighbouring threads on neighbouring members
+ * (coalesced); the CPU emulates the lanes in 32 accumulators.
  * Integer sums, minima and maxima are exact (int64 / uint64); everything else
- * accumulates in double, without fused multiply-adds. */
+ * accumulates in double, without fused multiply-adds. Float minima and
+ * maxima propagate NaN whatever the order. */
 #ifndef LADLE_OPS_REDUCTIONS_REDUCE_CORE_H
 #define LADLE_OPS_REDUCTIONS_REDUCE_CORE_H
 
@@ -14,7 +21,8 @@
 
 #include "ops/kernels/dtype.h"
 
-#define LADLE__REDUCE_CHUNK 1024
+#define LADLE__REDUCE_CHUNK 4096
+#define LADLE__REDUCE_LANES 32
 
 enum { LADLE__RED_SUM, LADLE__RED_MIN, LADLE__RED_MAX, LADLE__RED_MEAN, LADLE__RED_MEAN_SQUARE, LADLE__RED_RMS,
        LADLE__RED_STD_DEV, LADLE__RED_VARIANCE };
@@ -77,25 +85,43 @@ LADLE__DT_INLINE int64_t ladle__reduce_offset(const ladle__reduce_desc *d, int64
   return off;
 }
 
-LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_fold(const ladle__reduce_desc *d, ladle__reduce_acc a,
-                                                       ladle__reduce_acc b, int first) {
-  if (first) return b;
-  switch (d->mode) {
+/* The value folding leaves unchanged, bit for bit: -0.0 for double sums
+ * (x + -0.0 == x for every x, +0.0 included), the type's extremes for
+ * minima and maxima. Lanes without a member hold it. */
+LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_identity(int kind, int mode) {
+  ladle__reduce_acc a;
+  if (mode == LADLE__ACC_I64) a.i = kind == LADLE__RED_MIN ? INT64_MAX : kind == LADLE__RED_MAX ? INT64_MIN : 0;
+  else if (mode == LADLE__ACC_U64) a.u = kind == LADLE__RED_MIN ? UINT64_MAX : 0;
+  else a.f = kind == LADLE__RED_MIN ? HUGE_VAL : kind == LADLE__RED_MAX ? -HUGE_VAL : -0.0;
+  return a;
+}
+
+/* a folded with b (b the later value). */
+LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_fold(int kind, int mode, ladle__reduce_acc a, ladle__reduce_acc b) {
+  switch (mode) {
     case LADLE__ACC_I64:
-      a.i = d->kind == LADLE__RED_MIN ? (b.i < a.i ? b.i : a.i)
-            : d->kind == LADLE__RED_MAX ? (b.i > a.i ? b.i : a.i)
-                                        : (int64_t)((uint64_t)a.i + (uint64_t)b.i);
+      a.i = kind == LADLE__RED_MIN ? (b.i < a.i ? b.i : a.i)
+            : kind == LADLE__RED_MAX ? (b.i > a.i ? b.i : a.i)
+                                     : (int64_t)((uint64_t)a.i + (uint64_t)b.i);
       break;
     case LADLE__ACC_U64:
-      a.u = d->kind == LADLE__RED_MIN ? (b.u < a.u ? b.u : a.u) : d->kind == LADLE__RED_MAX ? (b.u > a.u ? b.u : a.u) : a.u + b.u;
+      a.u = kind == LADLE__RED_MIN ? (b.u < a.u ? b.u : a.u) : kind == LADLE__RED_MAX ? (b.u > a.u ? b.u : a.u) : a.u + b.u;
       break;
     default:
-      a.f = d->kind == LADLE__RED_MIN ? (b.f < a.f ? b.f : a.f)
-            : d->kind == LADLE__RED_MAX ? (b.f > a.f ? b.f : a.f)
-                                        : LADLE__RD_ADD(a.f, b.f);
+      a.f = kind == LADLE__RED_MIN ? (b.f < a.f || b.f != b.f ? b.f : a.f)
+            : kind == LADLE__RED_MAX ? (b.f > a.f || b.f != b.f ? b.f : a.f)
+                                     : LADLE__RD_ADD(a.f, b.f);
       break;
   }
   return a;
+}
+
+/* The lanes v[0..LADLE__REDUCE_LANES) combined as the warp's butterfly
+ * combines them (what lane 0 ends with; v is overwritten). */
+LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_tree(int kind, int mode, ladle__reduce_acc *v) {
+  for (int off = LADLE__REDUCE_LANES / 2; off >= 1; off >>= 1)
+    for (int l = 0; l < off; l++) v[l] = ladle__reduce_fold(kind, mode, v[l], v[l + off]);
+  return v[0];
 }
 
 /* The value of the element at offset `at` (of group g). */
@@ -115,14 +141,15 @@ LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_term(const ladle__reduce_desc *
   return v;
 }
 
-/* Chunk c of group g: its members accumulated in order, walked with an
- * odometer over the reduced axes (the first member's offset computed once). */
+/* Chunk c of group g: its members walked in memory order with an odometer
+ * over the reduced axes (the first member's offset computed once), member j
+ * of the chunk folded into lane j % LADLE__REDUCE_LANES, then the tree. */
 LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_chunk(const ladle__reduce_desc *d, int64_t g, int64_t c) {
   int64_t begin = c * LADLE__REDUCE_CHUNK, end = begin + LADLE__REDUCE_CHUNK;
   if (end > d->members) end = d->members;
   int64_t ext[8], stride[8], idx[8], s = 1, rest = begin;
   int k = 0;
-  for (int a = d->ndim - 1; a >= 0; a--) {
+  for (int a = d->ndim - 1; a >= 0 && begin < end; a--) { /* no member: an extent may be 0 */
     if (d->reduced[a]) {
       ext[k] = d->shape[a];
       stride[k] = s;
@@ -132,11 +159,12 @@ LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_chunk(const ladle__reduce_desc 
     }
     s *= d->shape[a];
   }
-  int64_t at = ladle__reduce_offset(d, g, begin);
-  ladle__reduce_acc a;
-  a.i = 0;
+  ladle__reduce_acc lane[LADLE__REDUCE_LANES];
+  for (int l = 0; l < LADLE__REDUCE_LANES; l++) lane[l] = ladle__reduce_identity(d->kind, d->mode);
+  int64_t at = begin < end ? ladle__reduce_offset(d, g, begin) : 0;
   for (int64_t m = begin; m < end; m++) {
-    a = ladle__reduce_fold(d, a, ladle__reduce_term(d, g, (size_t)at), m == begin);
+    int l = (int)((m - begin) % LADLE__REDUCE_LANES);
+    lane[l] = ladle__reduce_fold(d->kind, d->mode, lane[l], ladle__reduce_term(d, g, (size_t)at));
     for (int q = 0; q < k; q++) { /* next member: innermost reduced axis first */
       at += stride[q];
       if (++idx[q] < ext[q]) break;
@@ -144,25 +172,36 @@ LADLE__DT_INLINE ladle__reduce_acc ladle__reduce_chunk(const ladle__reduce_desc 
       idx[q] = 0;
     }
   }
-  return a;
+  return ladle__reduce_tree(d->kind, d->mode, lane);
 }
 
-/* Group g's result from its chunk results (d->part), stored as output element g. */
-LADLE__DT_INLINE void ladle__reduce_finish(const ladle__reduce_desc *d, int64_t g) {
-  const ladle__reduce_acc *p = d->part + g * d->chunks;
-  ladle__reduce_acc a;
-  a.i = 0;
-  for (int64_t c = 0; c < d->chunks; c++) a = ladle__reduce_fold(d, a, p[c], c == 0);
-  if (d->kind == LADLE__RED_SUM || d->kind == LADLE__RED_MIN || d->kind == LADLE__RED_MAX) {
-    if (d->mode == LADLE__ACC_I64) ladle__store_i64(d->out, (size_t)g, d->out_type, a.i);
-    else if (d->mode == LADLE__ACC_U64) ladle__store_u64(d->out, (size_t)g, d->out_type, a.u);
-    else ladle__store_f64(d->out, (size_t)g, d->out_type, a.f);
+/* Output element g (of `out`, type out_type) from the group's value a. */
+LADLE__DT_INLINE void ladle__reduce_store(void *out, int out_type, int kind, int mode, double divisor, int64_t members,
+                                          int64_t g, ladle__reduce_acc a) {
+  if (kind == LADLE__RED_SUM || kind == LADLE__RED_MIN || kind == LADLE__RED_MAX) {
+    if (mode == LADLE__ACC_I64) ladle__store_i64(out, (size_t)g, out_type, a.i);
+    else if (mode == LADLE__ACC_U64) ladle__store_u64(out, (size_t)g, out_type, a.u);
+    else ladle__store_f64(out, (size_t)g, out_type, members ? a.f : 0.0); /* no member: +0, not the identity */
     return;
   }
-  double sum = d->mode == LADLE__ACC_I64 ? (double)a.i : d->mode == LADLE__ACC_U64 ? (double)a.u : a.f;
-  double v = LADLE__RD_DIV(sum, d->divisor);
-  if (d->kind == LADLE__RED_RMS || d->kind == LADLE__RED_STD_DEV) v = sqrt(v);
-  ladle__store_f64(d->out, (size_t)g, d->out_type, v);
+  double sum = mode == LADLE__ACC_I64 ? (double)a.i : mode == LADLE__ACC_U64 ? (double)a.u : a.f;
+  double v = LADLE__RD_DIV(sum, divisor);
+  if (kind == LADLE__RED_RMS || kind == LADLE__RED_STD_DEV) v = sqrt(v);
+  ladle__store_f64(out, (size_t)g, out_type, v);
+}
+
+/* Group g's result from its chunk results (d->part: chunk c at
+ * g * d->chunks + c, combined in the lane order), stored as output element g. */
+LADLE__DT_INLINE void ladle__reduce_finish(const ladle__reduce_desc *d, int64_t g) {
+  const ladle__reduce_acc *p = d->part + g * d->chunks;
+  ladle__reduce_acc lane[LADLE__REDUCE_LANES];
+  for (int l = 0; l < LADLE__REDUCE_LANES; l++) lane[l] = ladle__reduce_identity(d->kind, d->mode);
+  for (int64_t c = 0; c < d->chunks; c++) {
+    int l = (int)(c % LADLE__REDUCE_LANES);
+    lane[l] = ladle__reduce_fold(d->kind, d->mode, lane[l], p[c]);
+  }
+  ladle__reduce_store(d->out, d->out_type, d->kind, d->mode, d->divisor, d->members, g,
+                      ladle__reduce_tree(d->kind, d->mode, lane));
 }
 
 #endif

@@ -182,13 +182,14 @@ static ladle_status red_run_batch(ladle__node *n, ladle__gpu *g) {
     ladle__sample s = {.slot = i, .state = n->sample_states + (size_t)i * n->def->sample_state_size};
     describe(n, &s, &descs[count]);
     if (!descs[count].groups) continue;
-    parts += (size_t)(descs[count].groups * descs[count].chunks);
+    if (descs[count].chunks > 1) parts += (size_t)(descs[count].groups * descs[count].chunks);
     count++;
   }
   if (!count) return LADLE_OK;
-  ladle__reduce_acc *part = NULL;
-  LADLE_TRY_OP(ladle__gpu_device_scratch(g, sizeof *part * parts, (void **)&part));
+  ladle__reduce_acc *part = NULL; /* chunk results; a group of one chunk is stored at once */
+  if (parts) LADLE_TRY_OP(ladle__gpu_device_scratch(g, sizeof *part * parts, (void **)&part));
   for (int i = 0; i < count; i++) {
+    if (descs[i].chunks == 1) continue;
     descs[i].part = part;
     part += descs[i].groups * descs[i].chunks;
   }

@@ -111,10 +111,19 @@ def test_errors():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("layout", ["HWC", "FCHW"])
+@pytest.mark.parametrize("layout", ["HWC", "CHW", "HW", "FHWC", "FCHW"])
 def test_gpu_matches_cpu(layout):
-    batch = images(4) + [np.random.default_rng(0).integers(0, 256, (500, 400, 3), dtype=np.uint8)]
-    if layout == "FCHW":
+    rng = np.random.default_rng(5)
+    photo = np.clip(rng.normal(120, 40, (463, 403, 3)), 0, 255).astype(np.uint8)  # odd sizes: unaligned samples
+    batch = images(4) + [photo, np.full((1, 1, 3), 200, np.uint8), rng.integers(0, 256, (1, 3, 3), dtype=np.uint8),
+                         rng.integers(0, 256, (500, 400, 3), dtype=np.uint8)]
+    if layout == "CHW":
+        batch = [np.ascontiguousarray(x.transpose(2, 0, 1)) for x in batch]
+    elif layout == "HW":
+        batch = [np.ascontiguousarray(x[..., 1]) for x in batch]
+    elif layout == "FHWC":
+        batch = [np.stack([x, x[::-1]]) for x in batch]
+    elif layout == "FCHW":
         batch = [np.stack([x.transpose(2, 0, 1)] * 3) for x in batch]
     for a, b in zip(run(batch, layout), run(batch, layout, gpu=True)):
         np.testing.assert_array_equal(a, b)  # integer histograms, the same table formula: exact

@@ -120,6 +120,16 @@ def test_against_dali(dtype):
                 np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-4)
 
 
+def test_min_max_propagate_nan():
+    x = np.arange(2 * 40 * 3, dtype=np.float32).reshape(2, 40, 3)
+    x[1, 17, 0] = np.nan  # neither first nor last in any order of the members
+    got = run(lambda x: (fn.reductions.min(x, axes=[0, 1]), fn.reductions.max(x, axes=[0, 1]),
+                         fn.reductions.min(x, axes=[2])), [x])
+    np.testing.assert_array_equal(got[0][0], np.min(x, axis=(0, 1)))
+    np.testing.assert_array_equal(got[1][0], np.max(x, axis=(0, 1)))
+    np.testing.assert_array_equal(got[2][0], np.min(x, axis=2))
+
+
 def test_errors():
     def build(graph, dtype=types.UINT8):
         pipe = ladle.Pipeline(batch_size=1, num_threads=1, device_id=None)
@@ -146,18 +156,61 @@ def test_errors():
         build(lambda x: fn.reductions.std_dev(x, fn.reductions.mean(x, axis_names="HW")))
 
 
+GPU_DTYPES = [np.uint8, np.int8, np.uint16, np.int16, np.uint32, np.int32, np.uint64, np.int64, np.float32,
+              np.float64]
+
+
+def gpu_samples(dtype):
+    """Random samples (odd sizes), one large (several chunks of members), one
+    of one element, one with 2 pixels (fewer members than a warp's lanes)."""
+    rng = np.random.default_rng(11)
+    shapes = [(int(rng.integers(1, 40)), int(rng.integers(1, 50)), 3) for _ in range(3)]
+    shapes += [(301, 299, 3), (1, 1, 3), (1, 2, 3)]
+    if np.dtype(dtype).kind == "f":
+        return [rng.normal(3, 10, s).astype(dtype) for s in shapes]
+    info = np.iinfo(dtype)
+    return [rng.integers(max(info.min, -1000), min(info.max, 1000) + 1, s).astype(dtype) for s in shapes]
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", [np.uint8, np.int32, np.float32])
-def test_gpu_matches_cpu(dtype):
-    batch = samples(11, dtype) + [np.random.default_rng(1).normal(0, 1, (300, 301, 3)).astype(dtype)]
+@pytest.mark.parametrize("dtype", GPU_DTYPES)
+@pytest.mark.parametrize("axes,keep", [(None, False), ((), False), ((0, 1), False), ((0, 1), True), ((2,), False),
+                                       ((2,), True), ((0,), False), ((1,), False), ((0, 2), True), ((1, 2), False)])
+def test_gpu_matches_cpu(dtype, axes, keep):
+    batch = gpu_samples(dtype)
+    kw = dict(keep_dims=keep)
+    if axes is not None:
+        kw["axes"] = list(axes)
 
     def graph(x):
-        m = fn.reductions.mean(x, axis_names="HW")
-        return tuple(getattr(fn.reductions, n)(x, axis_names="HW") for n in NAMES[:6]) + (
-            fn.reductions.sum(x, axes=[2], keep_dims=True), fn.reductions.std_dev(x, m, axis_names="HW"),
-            fn.reductions.variance(x, m, axis_names="HW", ddof=1))
+        m = fn.reductions.mean(x, **kw)
+        return tuple(getattr(fn.reductions, n)(x, **kw) for n in NAMES[:6]) + (
+            fn.reductions.std_dev(x, m, **kw), fn.reductions.variance(x, m, **kw),
+            fn.reductions.sum(x, dtype=types.FLOAT64, **kw))
 
     cpu, gpu = run(graph, batch), run(graph, batch, gpu=True)
-    for a, b in zip(cpu, gpu):
+    for k, (a, b) in enumerate(zip(cpu, gpu)):
+        for i, (x, y) in enumerate(zip(a, b)):
+            # reduce_core.h's order (a warp's lanes, then a butterfly) on both, no FMA: bit-identical
+            assert x.dtype == y.dtype and x.shape == y.shape, (k, i)
+            assert x.tobytes() == y.tobytes(), (k, i, x, y)
+
+
+def empty_axis_sums(gpu):
+    batch = [np.zeros((0, 4, 3), np.uint8), np.ones((2, 4, 3), np.uint8)]
+    return [run(lambda x: (fn.reductions.sum(x, axes=axes), fn.reductions.sum(x, axes=axes, dtype=types.FLOAT)),
+                batch, gpu=gpu) for axes in ([0], [0, 1])]
+
+
+def test_sum_of_empty_axis():
+    for ints, floats in empty_axis_sums(False):
+        assert ints[0].shape[-1] == 3 and not ints[0].any() and (ints[1] == ints[1].flat[0]).all()
+        assert floats[0].dtype == np.float32 and not floats[0].any() and not np.signbit(floats[0]).any()
+
+
+@pytest.mark.gpu
+def test_gpu_sum_of_empty_axis():
+    for a, b in zip(empty_axis_sums(False), empty_axis_sums(True)):
         for x, y in zip(a, b):
-            np.testing.assert_array_equal(x, y)  # the same chunked order, no FMA: bit-identical
+            for u, v in zip(x, y):
+                assert u.tobytes() == v.tobytes()
