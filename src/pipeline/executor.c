@@ -249,6 +249,19 @@ static int collecting(const ladle_pipeline *p) {
   return p->skip.enabled && (p->reader ? !p->num_fed : p->num_fed > 0);
 }
 
+/* The executor's time (prepare_seconds) is counted as it goes, up to the end
+ * of each node, before the node's own: the nodes' sum never exceeds it. */
+static void count_time(ladle_pipeline *p, ladle__iter *t) {
+  int64_t now = ladle__now_ns();
+  atomic_fetch_add(&p->stat_prepare_ns, now - t->mark_ns);
+  t->mark_ns = now;
+}
+
+static void node_done(ladle_pipeline *p, ladle__iter *t, ladle__node *n, int64_t t0) {
+  count_time(p, t);
+  atomic_fetch_add(&n->busy_ns, t->mark_ns - t0);
+}
+
 static void release_values(ladle_pipeline *p, ladle__iter *t) {
   for (int v = 0; v < p->num_values; v++) {
     ladle_batch_release(t->values[v]);
@@ -309,7 +322,7 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
       for (int k = 0; k < n->num_outputs; k++) t->values[n->first_output + k] = n->out_batches[k];
       /* GPU outputs: ordered before this iteration's stream, kept until its work is done */
       for (int k = 0; k < n->num_outputs && n->device != LADLE_ON_CPU; k++) LADLE_TRY(take_gpu_batch(gpu, n->out_batches[k]));
-      atomic_fetch_add(&n->busy_ns, ladle__now_ns() - t0);
+      node_done(p, t, n, t0);
       continue;
     }
     ps.node = n;
@@ -368,7 +381,7 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
       }
     }
     n->active = NULL;
-    atomic_fetch_add(&n->busy_ns, ladle__now_ns() - t0);
+    node_done(p, t, n, t0);
   }
   for (int k = 0; last && k < p->num_outputs; k++) {
     t->outputs[k] = t->values[p->outputs[k]];
@@ -548,7 +561,6 @@ static ladle__iter *start_iter(ladle_pipeline *p, ladle_status *st) {
   t->config.seeds = t->seeds;
   t->status = LADLE_OK;
   t->skippable = 0;
-  t->host_ns = 0;
   p->preparing++;
   ladle__clear_error();
   *st = take_fed(p, t);
@@ -610,13 +622,13 @@ static void *serial_main(void *arg) {
     pthread_mutex_unlock(&p->lock);
 
     if (st == LADLE_OK) {
-      int64_t t0 = ladle__now_ns();
       int skippable = 0;
+      t->mark_ns = ladle__now_ns();
       st = begin_iteration(p, t);
       if (st == LADLE_OK) st = before_attempt(p, t);
       if (st == LADLE_OK) st = attempt(p, t, 0, p->num_nodes, &skippable);
       st = retry_skipped(p, t, st, skippable);
-      atomic_fetch_add(&p->stat_prepare_ns, ladle__now_ns() - t0);
+      count_time(p, t);
       atomic_fetch_add(&p->stat_iterations, 1);
     }
 
@@ -642,7 +654,7 @@ static void *host_main(void *arg) {
     p->host_busy = 1;
     pthread_mutex_unlock(&p->lock);
 
-    int64_t t0 = ladle__now_ns();
+    int64_t t0 = t->mark_ns = ladle__now_ns();
     int skippable = 0;
     if (st == LADLE_OK) st = begin_iteration(p, t);
     if (st == LADLE_OK) st = before_attempt(p, t);
@@ -650,8 +662,8 @@ static void *host_main(void *arg) {
     t->status = st;
     t->skippable = skippable;
     snprintf(t->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
-    t->host_ns = ladle__now_ns() - t0;
-    atomic_fetch_add(&p->stat_host_ns, t->host_ns);
+    count_time(p, t);
+    atomic_fetch_add(&p->stat_host_ns, t->mark_ns - t0);
 
     pthread_mutex_lock(&p->lock);
     p->host_busy = 0;
@@ -708,16 +720,15 @@ static void *device_main(void *arg) {
     }
     pthread_mutex_unlock(&p->lock);
 
-    int64_t t0 = ladle__now_ns();
+    int64_t t0 = t->mark_ns = ladle__now_ns();
     int skippable = t->skippable;
     ladle_status st = t->status;
     ladle__clear_error();
     if (st == LADLE_OK) st = attempt(p, t, p->split, p->num_nodes, &skippable);
     else ladle__restore_error(t->error);
     if (st != LADLE_OK && skippable) st = finish_skipped(p, t, st, skippable);
-    int64_t busy = ladle__now_ns() - t0;
-    atomic_fetch_add(&p->stat_device_ns, busy);
-    atomic_fetch_add(&p->stat_prepare_ns, t->host_ns + busy);
+    count_time(p, t);
+    atomic_fetch_add(&p->stat_device_ns, t->mark_ns - t0);
     atomic_fetch_add(&p->stat_iterations, 1);
 
     pthread_mutex_lock(&p->lock);

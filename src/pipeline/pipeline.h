@@ -41,7 +41,7 @@ typedef struct ladle__iter {
   ladle_status status;            /* the host stage's result, handed to the device stage */
   int skippable;                  /* with status: it failed on bad data only */
   char *error;                    /* LADLE_ERROR_MAX: the host stage's message */
-  int64_t host_ns;                /* the host stage's time */
+  int64_t mark_ns;                /* the stage's time is counted up to here (executor.c, count_time) */
 } ladle__iter;
 
 /* One finished iteration waiting for the consumer. */
