@@ -13,6 +13,10 @@ typedef struct stage_demand {
   unsigned char *need;  /* num_nodes * batch_size */
   int batch, from;      /* this iteration's batch size; where the last sweep started (-1: none yet) */
   ladle_batch **values; /* this iteration's value batches */
+  /* num_nodes: for each merge, a copy of its node whose per-sample arguments
+   * are this stage's iteration's, so that a sweep reads a merge's predicate
+   * without touching the node, which the other stage may be running. */
+  ladle__node *merges;
 } stage_demand;
 
 struct ladle__demand {
@@ -38,7 +42,12 @@ ladle_status ladle__demand_init(ladle_pipeline *p) {
   LADLE_CHECK(d, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
   p->demand = d;
   int n = p->num_nodes, slots = p->params.batch_size;
-  for (int k = 0; k < 2; k++) LADLE_ALLOC(d->stages[k].need, (size_t)n * (size_t)slots);
+  for (int k = 0; k < 2; k++) {
+    LADLE_ALLOC(d->stages[k].need, (size_t)n * (size_t)slots);
+    LADLE_ALLOC(d->stages[k].merges, n);
+    for (int i = 0; i < n; i++)
+      if (is_merge(p->nodes[i])) d->stages[k].merges[i] = *p->nodes[i];
+  }
   LADLE_ALLOC(d->force, n);
   LADLE_ALLOC(d->merge_pred, n);
   LADLE_ALLOC(d->is_pred, n);
@@ -70,7 +79,10 @@ done:
 void ladle__demand_fini(ladle_pipeline *p) {
   struct ladle__demand *d = p->demand;
   if (!d) return;
-  for (int k = 0; k < 2; k++) free(d->stages[k].need);
+  for (int k = 0; k < 2; k++) {
+    free(d->stages[k].need);
+    free(d->stages[k].merges);
+  }
   free(d->force);
   free(d->merge_pred);
   free(d->is_pred);
@@ -86,7 +98,7 @@ void ladle__demand_begin(ladle_pipeline *p, int stage, int batch, ladle_batch **
   sd->values = values;
 }
 
-/* Whether merge c (its arguments computed) reads input value v for slot s. */
+/* Whether merge c (its arguments computed; the stage's copy) reads input value v for slot s. */
 static int merge_reads(ladle__node *c, ladle_batch **values, int v, int s) {
   for (int k = 0; k < c->num_sources; k++) c->source_batches[k] = values[c->sources[k]];
   ladle__sample smp = {.slot = s};
@@ -112,7 +124,7 @@ static void sweep(ladle_pipeline *p, stage_demand *sd, int from) {
       if (j < from || d->force[j]) continue;
       unsigned char *nj = sd->need + (size_t)j * slots;
       for (int s = 0; s < batch; s++)
-        if (nc[s] && !nj[s]) nj[s] = !(known && k < cn->num_inputs) || merge_reads(cn, sd->values, v, s);
+        if (nc[s] && !nj[s]) nj[s] = !(known && k < cn->num_inputs) || merge_reads(&sd->merges[c], sd->values, v, s);
     }
   }
 }

@@ -254,6 +254,7 @@ static int collecting(const ladle_pipeline *p) {
 static void count_time(ladle_pipeline *p, ladle__iter *t) {
   int64_t now = ladle__now_ns();
   atomic_fetch_add(&p->stat_prepare_ns, now - t->mark_ns);
+  if (t->stage_ns) atomic_fetch_add(t->stage_ns, now - t->mark_ns);
   t->mark_ns = now;
 }
 
@@ -561,6 +562,7 @@ static ladle__iter *start_iter(ladle_pipeline *p, ladle_status *st) {
   t->config.seeds = t->seeds;
   t->status = LADLE_OK;
   t->skippable = 0;
+  t->stage_ns = NULL;
   p->preparing++;
   ladle__clear_error();
   *st = take_fed(p, t);
@@ -654,7 +656,8 @@ static void *host_main(void *arg) {
     p->host_busy = 1;
     pthread_mutex_unlock(&p->lock);
 
-    int64_t t0 = t->mark_ns = ladle__now_ns();
+    t->mark_ns = ladle__now_ns();
+    t->stage_ns = &p->stat_host_ns;
     int skippable = 0;
     if (st == LADLE_OK) st = begin_iteration(p, t);
     if (st == LADLE_OK) st = before_attempt(p, t);
@@ -663,7 +666,6 @@ static void *host_main(void *arg) {
     t->skippable = skippable;
     snprintf(t->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
     count_time(p, t);
-    atomic_fetch_add(&p->stat_host_ns, t->mark_ns - t0);
 
     pthread_mutex_lock(&p->lock);
     p->host_busy = 0;
@@ -720,7 +722,8 @@ static void *device_main(void *arg) {
     }
     pthread_mutex_unlock(&p->lock);
 
-    int64_t t0 = t->mark_ns = ladle__now_ns();
+    t->mark_ns = ladle__now_ns();
+    t->stage_ns = &p->stat_device_ns;
     int skippable = t->skippable;
     ladle_status st = t->status;
     ladle__clear_error();
@@ -728,7 +731,6 @@ static void *device_main(void *arg) {
     else ladle__restore_error(t->error);
     if (st != LADLE_OK && skippable) st = finish_skipped(p, t, st, skippable);
     count_time(p, t);
-    atomic_fetch_add(&p->stat_device_ns, t->mark_ns - t0);
     atomic_fetch_add(&p->stat_iterations, 1);
 
     pthread_mutex_lock(&p->lock);

@@ -42,6 +42,7 @@ typedef struct ladle__iter {
   int skippable;                  /* with status: it failed on bad data only */
   char *error;                    /* LADLE_ERROR_MAX: the host stage's message */
   int64_t mark_ns;                /* the stage's time is counted up to here (executor.c, count_time) */
+  _Atomic int64_t *stage_ns;      /* and into this stage counter (NULL with one stage) */
 } ladle__iter;
 
 /* One finished iteration waiting for the consumer. */
