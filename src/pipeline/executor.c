@@ -641,6 +641,18 @@ static void *serial_main(void *arg) {
   return NULL;
 }
 
+/* Nodes [0, split) of an iteration (st: whether it took its fed data);
+ * the result waits in t for the device stage. */
+static void host_stage(ladle_pipeline *p, ladle__iter *t, ladle_status st) {
+  int skippable = 0;
+  if (st == LADLE_OK) st = begin_iteration(p, t);
+  if (st == LADLE_OK) st = before_attempt(p, t);
+  if (st == LADLE_OK) st = attempt(p, t, 0, p->split, &skippable);
+  t->status = st;
+  t->skippable = skippable;
+  snprintf(t->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
+}
+
 /* The host stage's thread: nodes [0, split) of each iteration, handed to the
  * device stage one at a time. */
 static void *host_main(void *arg) {
@@ -658,13 +670,7 @@ static void *host_main(void *arg) {
 
     t->mark_ns = ladle__now_ns();
     t->stage_ns = &p->stat_host_ns;
-    int skippable = 0;
-    if (st == LADLE_OK) st = begin_iteration(p, t);
-    if (st == LADLE_OK) st = before_attempt(p, t);
-    if (st == LADLE_OK) st = attempt(p, t, 0, p->split, &skippable);
-    t->status = st;
-    t->skippable = skippable;
-    snprintf(t->error, LADLE_ERROR_MAX, "%s", st == LADLE_OK ? "" : ladle_last_error());
+    host_stage(p, t, st);
     count_time(p, t);
 
     pthread_mutex_lock(&p->lock);
@@ -678,24 +684,33 @@ static void *host_main(void *arg) {
 
 /* On the device thread: an iteration that failed on bad data only is
  * finished through every node while the host thread waits (retry_skipped).
- * The host stage's prepared iteration, planned before these records were
- * known bad, is then planned again (reader pipelines, where the known bad
- * records decide the substitution). */
+ * The host stage's prepared iteration, if any, planned before these records
+ * were known bad, is then prepared again from its start (reader pipelines,
+ * where the known bad records decide the substitution), keeping what it took
+ * (fed seeds). */
 static ladle_status finish_skipped(ladle_pipeline *p, ladle__iter *t, ladle_status st, int skippable) {
   pthread_mutex_lock(&p->lock);
   p->pause_host = 1;
   while (p->host_busy && !atomic_load(&p->stop)) pthread_cond_wait(&p->space, &p->lock);
   int stopping = atomic_load(&p->stop);
+  ladle__iter *next = p->handoff; /* only this thread takes it */
   pthread_mutex_unlock(&p->lock);
   int before = p->skip.num_bad;
   if (!stopping) st = retry_skipped(p, t, st, skippable);
-  pthread_mutex_lock(&p->lock);
-  ladle__iter *next = p->handoff;
-  if (next && p->reader && p->skip.num_bad != before && next->generation == atomic_load(&p->generation)) {
-    p->next_iteration = next->iteration;
-    p->handoff = NULL;
-    drop_iter(p, next);
+  if (!stopping && next && p->reader && p->skip.num_bad != before &&
+      next->generation == atomic_load(&p->generation)) {
+    ladle_status failed = st;
+    char error[LADLE_ERROR_MAX];
+    snprintf(error, sizeof error, "%s", ladle_last_error());
+    release_values(p, next);
+    next->mark_ns = ladle__now_ns();
+    next->stage_ns = &p->stat_device_ns;
+    host_stage(p, next, LADLE_OK);
+    count_time(p, next);
+    ladle__restore_error(error); /* t's */
+    st = failed;
   }
+  pthread_mutex_lock(&p->lock);
   p->pause_host = 0;
   pthread_cond_broadcast(&p->space);
   pthread_mutex_unlock(&p->lock);
