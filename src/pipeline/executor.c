@@ -25,8 +25,10 @@
  *                             added) if that is earlier than the first
  *                             non-CPU node: tests the two stages on the CPU.
  * The boundary moves earlier to keep a node and the consumer computing its
- * output (plan.c: fusion, merging) in one stage; it must leave the first
- * reader in the host stage, else there is one stage.
+ * output (plan.c: fusion, merging) in one stage. There is one stage when the
+ * host stage would hold nothing but external sources (a ladle.dynamic call
+ * of a GPU operator: a second thread would only add a hand-over), or would
+ * not hold the first reader.
  *
  * An operator runs in two parallel passes over the samples: setup (output
  * shapes), then, once each output batch has been taken from the pool in one
@@ -777,10 +779,11 @@ static int stage_split(const ladle_pipeline *p) {
         if (p->nodes[j] == c) split = i, moved = 1;
     }
   }
-  int reader = n;
+  int reader = n, work = 0; /* the host stage must have more to do than take fed data (ladle.dynamic's calls) */
   for (int i = 0; i < n && reader == n; i++)
     if (p->nodes[i] == p->reader) reader = i;
-  if (split <= 0 || (p->reader && reader >= split)) return n;
+  for (int i = 0; i < split; i++) work |= !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL);
+  if (split <= 0 || !work || (p->reader && reader >= split)) return n;
   return split;
 }
 

@@ -496,12 +496,13 @@ static void test_two_stages_fed_data(void) {
   ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
                        {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
                        {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
-  int src = -1, cast = -1;
+  int src = -1, cast = -1, again = -1;
   CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
   ladle_arg to_int = {"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1};
   CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &src, 1, &to_int, 1, NULL, &cast));
-  CHECK_OK(ladle_pipeline_set_outputs(p, &cast, 1));
-  staged(p, 1);
+  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &cast, 1, &to_int, 1, NULL, &again));
+  CHECK_OK(ladle_pipeline_set_outputs(p, &again, 1));
+  staged(p, 2); /* a host stage of the source alone would be one stage */
   ladle_batch *one = NULL;
   CHECK(ladle_pipeline_run(p, &one) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "'src' has no data"));
   int sizes[5] = {8, 3, 1, 5, 2};
@@ -517,6 +518,9 @@ static void test_two_stages_fed_data(void) {
     CHECK(last[3] == 10 * k + sizes[k] * 4 - 1);
     ladle_batch_release(one);
   }
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  CHECK(st.device_stage_seconds > 0);
   ladle_pipeline_destroy(p); /* one fed batch left, maybe in flight */
 }
 
