@@ -553,6 +553,108 @@ static void test_two_stages_start_and_stop(void) {
   ladle_pipeline_destroy(p);
 }
 
+/* A folder of 10 copies of a test JPEG and 3 bad files; returns 0 when the
+ * JPEG cannot be read. */
+static int make_bad_tree(char *root) {
+  const char *dir = getenv("LADLE_TEST_DATA");
+  char path[600];
+  snprintf(path, sizeof path, "%s/0ce2de21c524d1c5919393c4a98083ce5ad1d9be", dir && *dir ? dir : "tests/data");
+  static char jpeg[1 << 16];
+  FILE *f = fopen(path, "rb");
+  size_t len = f ? fread(jpeg, 1, sizeof jpeg, f) : 0;
+  if (f) fclose(f);
+  if (!len || !mkdtemp(root)) return 0;
+  snprintf(path, sizeof path, "%s/a", root);
+  CHECK(mkdir(path, 0700) == 0);
+  for (int i = 0; i < 13; i++) {
+    snprintf(path, sizeof path, "%s/a/%c%02d.jpg", root, i < 10 ? 'g' : 'b', i);
+    f = fopen(path, "wb");
+    size_t bytes = i < 10 ? len : i == 10 ? 0 : i == 11 ? 300 : 40;
+    CHECK(f && (i == 11 ? fwrite("not a jpeg", 1, 10, f) == 10 : fwrite(jpeg, 1, bytes, f) == bytes) && fclose(f) == 0);
+  }
+  return 1;
+}
+
+static void remove_bad_tree(const char *root) {
+  char path[600];
+  for (int i = 0; i < 13; i++) {
+    snprintf(path, sizeof path, "%s/a/%c%02d.jpg", root, i < 10 ? 'g' : 'b', i);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  rmdir(path);
+  rmdir(root);
+}
+
+/* readers.file -> decoders.image -> resize with skip_bad_samples: the bad
+ * files fail in the device stage (split 1) or the host stage (split 2); the
+ * outputs and the skip log are those of one stage. */
+static size_t skip_run(const char *root, int split, int threads, char *log, size_t log_size) {
+  static uint8_t buf[1 << 16];
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 4;
+  params.num_threads = threads;
+  params.seed = 3;
+  params.skip_bad_samples = 1;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_arg reader[2] = {{"file_root", {LADLE_ARG_STRING, 1, {.s = root}}, -1},
+                         {"random_shuffle", {LADLE_ARG_BOOL, 1, {.i = 1}}, -1}};
+  ladle_arg size[2] = {float_arg("resize_x", 8), float_arg("resize_y", 8)};
+  int files = -1, images = -1, resized = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "readers.file", "cpu", NULL, 0, reader, 2, "R", &files));
+  CHECK_OK(ladle_pipeline_add_op(p, "decoders.image", "cpu", &files, 1, NULL, 0, NULL, &images));
+  CHECK_OK(ladle_pipeline_add_op(p, "resize", "cpu", &images, 1, size, 2, NULL, &resized));
+  int outs[2] = {resized, files + 1};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
+  staged(p, split);
+  size_t len = 0;
+  for (int it = 0; it < 8; it++) { /* two epochs and a half of 13 files */
+    ladle_batch *out[2] = {NULL, NULL};
+    CHECK_OK(ladle_pipeline_run(p, out));
+    for (int k = 0; k < 2 && out[0]; k++) {
+      size_t bytes = (size_t)(out[k]->offsets[ladle_batch_num_samples(out[k])] - out[k]->offsets[0]);
+      memcpy(buf + len, ladle_batch_data(out[k], 0), bytes);
+      len += bytes;
+      ladle_batch_release(out[k]);
+    }
+  }
+  size_t used = (size_t)snprintf(log, log_size, "%lld skipped;", (long long)ladle_pipeline_num_skipped(p));
+  for (int64_t i = 0; i < ladle_pipeline_num_skipped(p) && used < log_size; i++) {
+    ladle_skipped_sample s;
+    CHECK_OK(ladle_pipeline_get_skipped(p, i, &s));
+    used += (size_t)snprintf(log + used, log_size - used, " %lld/%lld/%lld %s: %s;", (long long)s.record,
+                             (long long)s.epoch, (long long)s.iteration, s.name, s.error);
+  }
+  uint64_t sum = 1469598103934665603ull; /* FNV-1a of the outputs, appended */
+  for (size_t i = 0; i < len; i++) sum = (sum ^ buf[i]) * 1099511628211ull;
+  if (used < log_size) snprintf(log + used, log_size - used, " outputs %zu bytes, %016llx", len, (unsigned long long)sum);
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  CHECK((st.device_stage_seconds > 0) == (split > 0));
+  ladle_pipeline_destroy(p);
+  return len;
+}
+
+static void test_two_stages_skip_bad_files(void) {
+  char root[] = "/tmp/ladle_stages_XXXXXX";
+  if (!make_bad_tree(root)) {
+    fprintf(stderr, "  the test JPEG was not found (set LADLE_TEST_DATA): skipped\n");
+    return;
+  }
+  static char want[1 << 14], got[1 << 14];
+  CHECK(skip_run(root, 0, 2, want, sizeof want) == 8 * 4 * (8 * 8 * 3 + 4));
+  CHECK(strstr(want, "3 skipped;") == want);
+  for (int split = 1; split <= 2; split++)
+    for (int threads = 1; threads <= 3; threads += 2) {
+      skip_run(root, split, threads, got, sizeof got);
+      CHECK(strcmp(got, want) == 0);
+      if (strcmp(got, want) != 0) fprintf(stderr, "  split %d: %s\n  one stage: %s\n", split, got, want);
+    }
+  remove_bad_tree(root);
+}
+
 int main(void) {
   RUN(test_random_ops_and_determinism);
   RUN(test_fed_seeds);
@@ -567,5 +669,6 @@ int main(void) {
   RUN(test_two_stages_give_the_same_bytes);
   RUN(test_two_stages_fed_data);
   RUN(test_two_stages_start_and_stop);
+  RUN(test_two_stages_skip_bad_files);
   TEST_MAIN_END();
 }
