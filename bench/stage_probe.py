@@ -3,8 +3,9 @@
 mixed -> random_resized_crop 224 -> flip -> crop_mirror_normalize float16 NCHW,
 batch 256): images/s, CPU cores busy (this process), and per iteration the
 milliseconds of each stage's thread (host: the reader; device: the rest), of
-run() waiting, and of each operator, with the stages (default) and with
-LADLE_EXECUTOR_STAGES=1, at hw_decoder_load 0.8 and 0.9.
+run() waiting, and of each operator, with the stages (default), with the
+stages but the decoder's setup in the device stage (LADLE_EXECUTOR_SETUP_AHEAD=0,
+"no-ahead") and with LADLE_EXECUTOR_STAGES=1, at hw_decoder_load 0.8 and 0.9.
 
     PYTHONPATH=python python3 bench/stage_probe.py /tmp/imagenet-like/train 16
 """
@@ -19,10 +20,11 @@ from ladle import fn, types  # noqa: E402
 
 root, threads, batch = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count(), 256
 MEAN, STD = [0.485 * 255, 0.456 * 255, 0.406 * 255], [0.229 * 255, 0.224 * 255, 0.225 * 255]
-for mode in ("1", "default"):
-    os.environ.pop("LADLE_EXECUTOR_STAGES", None)
-    if mode == "1":
-        os.environ["LADLE_EXECUTOR_STAGES"] = "1"
+MODES = {"1": {"LADLE_EXECUTOR_STAGES": "1"}, "no-ahead": {"LADLE_EXECUTOR_SETUP_AHEAD": "0"}, "default": {}}
+for mode, env in MODES.items():
+    for k in ("LADLE_EXECUTOR_STAGES", "LADLE_EXECUTOR_SETUP_AHEAD"):
+        os.environ.pop(k, None)
+    os.environ.update(env)
     for load in (0.8, 0.9):
         pipe = ladle.Pipeline(batch_size=batch, num_threads=threads, device_id=0, seed=1)
         with pipe:
@@ -45,7 +47,7 @@ for mode in ("1", "default"):
         d = {k: (s1[k] - s0[k]) / n * 1e3 for k in ("prepare_seconds", "host_stage_seconds", "device_stage_seconds",
                                                       "wait_seconds")}
         ops = {o["op"]: (o["seconds"] - p["seconds"]) / n * 1e3 for o, p in zip(s1["operators"], s0["operators"])}
-        print(f"stages={mode:7s} hw={load}: {n * batch / (t1 - t0):8.0f} img/s, {cores:4.1f} cores busy; ms/it "
+        print(f"stages={mode:8s} hw={load}: {n * batch / (t1 - t0):8.0f} img/s, {cores:4.1f} cores busy; ms/it "
               + ", ".join(f"{k[:-8]} {v:.2f}" for k, v in d.items()) + "; ops ms/it "
               + ", ".join(f"{k} {v:.2f}" for k, v in ops.items()))
         pipe.close()

@@ -129,6 +129,8 @@ static void sweep(ladle_pipeline *p, stage_demand *sd, int from) {
   }
 }
 
+int ladle__demand_forced(const ladle_pipeline *p, int i) { return !p->demand || p->demand->force[i]; }
+
 const unsigned char *ladle__demand_mask(ladle_pipeline *p, int stage, int i) {
   struct ladle__demand *d = p->demand;
   if (!d || d->force[i]) return NULL;

@@ -31,6 +31,9 @@ void ladle__demand_fini(ladle_pipeline *p);
  * `values` (read for the merges' predicates). */
 void ladle__demand_begin(ladle_pipeline *p, int stage, int batch, ladle_batch **values);
 
+/* 1 when node `i` computes every sample of every iteration. */
+int ladle__demand_forced(const ladle_pipeline *p, int i);
+
 /* Before node `i` runs in `stage`: NULL when it computes every sample, else
  * one byte per slot (1: compute). Valid until the stage's next call. */
 const unsigned char *ladle__demand_mask(ladle_pipeline *p, int stage, int i);

@@ -18,12 +18,20 @@
  * keyed by (seed, operator, sample), and the stages run the same nodes on
  * the same samples in the same order as one thread would.
  *
+ * When the device stage's first node allows it (ladle__op_def.setup_ahead:
+ * the image decoders, whose setup reads the headers and picks each image's
+ * decoder), the host stage also runs that node's setup pass, on a copy of
+ * the node (setup_copy) into the iteration's own sample states and shapes,
+ * which the device stage takes (take_setup) before its run or run_batch.
+ *
  * Test and benchmark knobs, read at build:
  *   LADLE_EXECUTOR_STAGES=1   one stage: one thread runs every node (the
  *                             serial executor, for A/B comparisons);
  *   LADLE_EXECUTOR_SPLIT=k    the device stage starts at node k (in the order
  *                             added) if that is earlier than the first
- *                             non-CPU node: tests the two stages on the CPU.
+ *                             non-CPU node: tests the two stages on the CPU;
+ *   LADLE_EXECUTOR_SETUP_AHEAD=0  the device stage's first node is set up
+ *                             in the device stage.
  * The boundary moves earlier to keep a node and the consumer computing its
  * output (plan.c: fusion, merging) in one stage. There is one stage when the
  * host stage would hold nothing but external sources (a ladle.dynamic call
@@ -272,6 +280,83 @@ static void release_values(ladle_pipeline *p, ladle__iter *t) {
   }
 }
 
+/* Node n's setup pass and its output batches (t->values, n->out_batches).
+ * n is the pipeline's node, or the host stage's copy of the device stage's
+ * first node (setup_ahead). */
+static ladle_status setup_outputs(ladle_pipeline *p, ladle__iter *t, pass *ps, ladle__node *n, int *skippable) {
+  ladle_status st = LADLE_OK;
+  int64_t iteration = t->iteration;
+  int batch = t->config.batch_size;
+  ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  ps->node = n;
+  ps->setup = 1;
+  st = run_pass(ps);
+  *skippable = st != LADLE_OK && ps->data_failures && !ps->fatal;
+  if (st != LADLE_OK) return st;
+  for (int k = 0; k < n->num_outputs; k++) {
+    int ndim = n->out[k].ndim;
+    int64_t *shapes = t->shapes;
+    for (int s = 0; s < batch; s++)
+      memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
+             sizeof(int64_t) * ndim);
+    LADLE_TRY(check_output_size(p, n, k, shapes, batch, t->names));
+    ladle_batch *b = NULL;
+    ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
+    if (n->merged) { /* its consumer computes from its inputs: shapes only */
+      st = ladle__batch_shapes(p->host_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout,
+                               n->device == LADLE_ON_CPU ? LADLE_DEVICE_CPU : LADLE_DEVICE_CUDA, &b);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+        goto done;
+      }
+    } else if (n->def->views_input && k == 0) {
+      st = ladle__batch_view(p->host_pool, n->in_batches[0], n->out[0].dtype, ndim, shapes, n->out[0].layout, &b);
+      if (st != LADLE_OK) {
+        ladle__op_fail(n, st, "%s", ladle_last_error());
+        goto done;
+      }
+    } else {
+      st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
+      if (st != LADLE_OK) {
+        ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
+        goto done;
+      }
+      if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
+    }
+    t->values[n->first_output + k] = n->out_batches[k] = b;
+  }
+done:
+  return st;
+}
+
+/* setup_ahead: the host stage's end, the setup pass of the device stage's
+ * first node on the host stage's copy of it, into t's own sample states and
+ * shapes. */
+static ladle_status setup_ahead(ladle_pipeline *p, ladle__iter *t, pass *ps, int *skippable) {
+  ladle_status st = LADLE_OK;
+  ladle__node *n = p->nodes[p->split], *c = &p->setup_copy;
+  int64_t t0 = ladle__now_ns();
+  for (int k = 0; k < c->num_inputs; k++) c->in_batches[k] = t->values[c->inputs[k]];
+  for (int k = 0; k < c->num_sources; k++) c->source_batches[k] = t->values[c->sources[k]];
+  c->out_shapes = t->setup_shapes;
+  c->sample_states = t->setup_states;
+  if (c->num_sources) LADLE_TRY(ladle__check_arg_sources(c, t->config.batch_size, (const char *const *)t->names));
+  LADLE_TRY(setup_outputs(p, t, ps, c, skippable));
+  t->setup_done = 1;
+  node_done(p, t, n, t0);
+done:
+  return st;
+}
+
+/* The device stage's first node, set up ahead: its outputs, sample states
+ * and shapes from t. */
+static void take_setup(ladle_pipeline *p, ladle__iter *t, ladle__node *n) {
+  int batch = t->config.batch_size;
+  for (int k = 0; k < n->num_outputs; k++) n->out_batches[k] = t->values[n->first_output + k];
+  memcpy(n->out_shapes, t->setup_shapes, sizeof(int64_t) * (size_t)batch * n->num_outputs * LADLE_MAX_NDIM);
+  if (n->sample_states) memcpy(n->sample_states, t->setup_states, n->def->sample_state_size * (size_t)batch);
+}
+
 /* One attempt at nodes [from, to) of an iteration. With to == num_nodes it
  * ends the iteration: on success t->outputs gets the pipeline's outputs, and
  * the value batches are released; a host stage (to < num_nodes) keeps them
@@ -282,10 +367,12 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
   int64_t iteration = t->iteration;
   int batch = t->config.batch_size; /* this iteration's: fed batches may be smaller */
   int last = to == p->num_nodes, stage = from >= p->split;
+  int set_up = from == p->split && t->setup_done; /* node `from` was set up by the host stage */
   pass ps = {.p = p, .t = t, .collect = collecting(p)};
   pthread_mutex_init(&ps.lock, NULL);
   ladle__gpu *gpu = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
   *skippable = 0;
+  t->setup_done = 0;
   if (from < p->split) p->config = t->config; /* what this stage's nodes read */
   if (to > p->split) p->config_b = t->config;
   if (gpu && last) {
@@ -315,8 +402,8 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = t->values[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = t->values[n->sources[k]];
     n->active = ladle__demand_mask(p, stage, i);
-    if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)t->names));
     if (n->def->produce) { /* makes its own outputs (a callback operator) */
+      if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)t->names));
       st = n->def->produce(n, gpu, p->host_pool, iteration, batch);
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
@@ -328,46 +415,17 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
       node_done(p, t, n, t0);
       continue;
     }
-    ps.node = n;
-    ps.setup = 1;
-    st = run_pass(&ps);
-    *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
-    if (st != LADLE_OK) goto done;
-    for (int k = 0; k < n->num_outputs; k++) {
-      int ndim = n->out[k].ndim;
-      int64_t *shapes = t->shapes;
-      for (int s = 0; s < batch; s++)
-        memcpy(shapes + (size_t)s * ndim, n->out_shapes + ((size_t)s * n->num_outputs + k) * LADLE_MAX_NDIM,
-               sizeof(int64_t) * ndim);
-      LADLE_TRY(check_output_size(p, n, k, shapes, batch, t->names));
-      ladle_batch *b = NULL;
-      ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
-      if (n->merged) { /* its consumer computes from its inputs: shapes only */
-        st = ladle__batch_shapes(p->host_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout,
-                                 n->device == LADLE_ON_CPU ? LADLE_DEVICE_CPU : LADLE_DEVICE_CUDA, &b);
-        if (st != LADLE_OK) {
-          ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
-          goto done;
-        }
-      } else if (n->def->views_input && k == 0) {
-        st = ladle__batch_view(p->host_pool, n->in_batches[0], n->out[0].dtype, ndim, shapes, n->out[0].layout, &b);
-        if (st != LADLE_OK) {
-          ladle__op_fail(n, st, "%s", ladle_last_error());
-          goto done;
-        }
-      } else {
-        st = ladle__batch_create(p->host_pool, data_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout, &b);
-        if (st != LADLE_OK) {
-          ladle__wrap_error(st, "%s: output %d of iteration %lld", n->def->schema.name, k, (long long)iteration);
-          goto done;
-        }
-        if (n->device != LADLE_ON_CPU) b->device_id = gpu->device_id;
-      }
-      t->values[n->first_output + k] = n->out_batches[k] = b;
+    if (i == from && set_up) {
+      take_setup(p, t, n);
+    } else {
+      if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)t->names));
+      st = setup_outputs(p, t, &ps, n, skippable);
+      if (st != LADLE_OK) goto done;
     }
     if (n->def->views_input || n->merged) {
       /* the view is the output, or the consumer computes it: nothing to run */
     } else if (n->device == LADLE_ON_CPU) {
+      ps.node = n;
       ps.setup = 0;
       st = run_pass(&ps);
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
@@ -386,6 +444,7 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
     n->active = NULL;
     node_done(p, t, n, t0);
   }
+  if (to == p->split && p->setup_ahead) LADLE_TRY(setup_ahead(p, t, &ps, skippable));
   for (int k = 0; last && k < p->num_outputs; k++) {
     t->outputs[k] = t->values[p->outputs[k]];
     ladle_batch_retain(t->outputs[k]);
@@ -798,6 +857,11 @@ static ladle_status iter_alloc(ladle_pipeline *p, ladle__iter *t) {
   LADLE_ALLOC(t->names, batch);
   LADLE_ALLOC(t->shapes, (size_t)batch * LADLE_MAX_NDIM);
   LADLE_ALLOC(t->error, LADLE_ERROR_MAX);
+  if (p->setup_ahead) {
+    const ladle__node *first = p->nodes[p->split];
+    LADLE_ALLOC(t->setup_shapes, (size_t)batch * first->num_outputs * LADLE_MAX_NDIM);
+    if (first->def->sample_state_size) LADLE_ALLOC(t->setup_states, (size_t)batch * first->def->sample_state_size);
+  }
   if (p->skip.enabled) {
     LADLE_ALLOC(t->failed, batch);
     LADLE_ALLOC(t->messages, batch);
@@ -820,6 +884,8 @@ static void iter_free(ladle_pipeline *p, ladle__iter *t) {
   free(t->names);
   free(t->shapes);
   free(t->error);
+  free(t->setup_shapes);
+  free(t->setup_states);
 }
 
 ladle_status ladle__executor_start(ladle_pipeline *p) {
@@ -835,11 +901,22 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
   LADLE_ALLOC(p->last_records, p->params.batch_size);
   p->split = stage_split(p);
   int staged = p->split < p->num_nodes;
+  p->config_base = p->config_b = p->config;
+  for (int i = p->split; i < p->num_nodes; i++) p->nodes[i]->config = &p->config_b;
+  if (staged) {
+    const ladle__node *first = p->nodes[p->split];
+    const char *ahead = getenv("LADLE_EXECUTOR_SETUP_AHEAD");
+    p->setup_ahead = first->def->setup_ahead && !first->deferred && !first->merged && !first->def->views_input &&
+                     ladle__demand_forced(p, p->split) && !(ahead && strcmp(ahead, "0") == 0);
+    if (p->setup_ahead) {
+      p->setup_copy = *first;
+      p->setup_copy.config = &p->config; /* the host stage's */
+      p->setup_copy.active = NULL;
+    }
+  }
   p->num_iters = staged ? 3 : 1;
   LADLE_ALLOC(p->iters, p->num_iters);
   for (int i = 0; i < p->num_iters; i++) LADLE_TRY(iter_alloc(p, &p->iters[i]));
-  p->config_base = p->config_b = p->config;
-  for (int i = p->split; i < p->num_nodes; i++) p->nodes[i]->config = &p->config_b;
   LADLE_CHECK(pthread_create(&p->thread, NULL, staged ? host_main : serial_main, p) == 0, LADLE_ERROR_OUT_OF_MEMORY,
               "cannot start the executor thread");
   p->thread_started = 1;

@@ -38,6 +38,9 @@ typedef struct ladle__iter {
   int64_t *shapes;                /* batch_size * LADLE_MAX_NDIM: one output's shapes */
   unsigned char *failed;          /* batch_size (skipping): slots that failed with a data error in this attempt */
   char **messages;                /* batch_size (skipping): their messages, LADLE_ERROR_MAX each */
+  int64_t *setup_shapes;          /* setup_ahead: the device stage's first node's out_shapes, */
+  uint8_t *setup_states;          /* and its sample states, set up by the host stage */
+  int setup_done;                 /* they hold this iteration's */
   ladle_status status;            /* the host stage's result, handed to the device stage */
   int skippable;                  /* with status: it failed on bad data only */
   char *error;                    /* LADLE_ERROR_MAX: the host stage's message */
@@ -86,6 +89,8 @@ struct ladle_pipeline {
    * stage, run by `device_thread` (their nodes read config_b). */
   int split;
   ladle__pipeline_config config_b, config_base; /* config_base: an iteration's before it takes fed data */
+  int setup_ahead;          /* the host stage also runs the setup pass of node `split` (executor.c) */
+  ladle__node setup_copy;   /* on this copy of it */
   ladle__iter *iters; /* 1, or 3 with two stages: one in each stage and the one handed between */
   int num_iters;
   ladle__iter *handoff;   /* prepared by the host stage, waiting for the device stage */
