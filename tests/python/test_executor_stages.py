@@ -7,7 +7,6 @@ error and position must then be the bytes of the one-stage executor
 
 import contextlib
 import os
-import shutil
 import threading
 import time
 
@@ -18,6 +17,7 @@ import ladle
 from ladle import fn, pipeline_def, types
 
 from conftest import cuda_usable, requires_ops, sample_jpegs
+from test_skip_bad_samples import corrupt_tree  # noqa: F401  (a fixture: the sample set with 4 bad files)
 
 MEAN = [0.485 * 255, 0.456 * 255, 0.406 * 255]
 STD = [0.229 * 255, 0.224 * 255, 0.225 * 255]
@@ -209,23 +209,6 @@ def test_external_sources():
         assert_same(outputs(split), want)
 
 
-@pytest.fixture
-def corrupt_tree(tmp_path, sample_root):
-    """The sample set (4 classes x 8) with 4 bad files among it (as test_skip_bad_samples has it)."""
-    root = tmp_path / "data"
-    shutil.copytree(sample_root, root)
-    good = sorted(str(p) for p in root.rglob("*.jpg"))
-    bad = {
-        root / "circle" / "circle_9.jpg": b"",
-        root / "square" / "square_8.jpg": b"not a jpeg at all" * 10,
-        root / "stripes" / "stripes_8.jpg": open(good[0], "rb").read()[:300],
-        root / "triangle" / "triangle_8.jpg": b"\x89PNG\r\n\x1a\n" + b"\0" * 40,
-    }
-    for path, data in bad.items():
-        path.write_bytes(data)
-    return str(root)
-
-
 def skipping(root, **kwargs):
     pipe = ladle.Pipeline(batch_size=6, num_threads=2, seed=5, on_error="skip", **kwargs)
     with pipe:
@@ -243,7 +226,8 @@ def test_skipping_bad_files_logs_the_same_records(corrupt_tree):
     """A bad file fails in whichever stage decodes it; the iteration is finished
     through every node, the next one planned again: the same batches, the same
     log in the same order."""
-    make = lambda: skipping(corrupt_tree)
+    root, _ = corrupt_tree
+    make = lambda: skipping(root)
     ref = built(make, 0)
     want, want_log = run_outputs(ref, 13), skip_log(ref)  # two epochs of 36 files and one more batch
     ref.close()
@@ -259,7 +243,7 @@ def test_skipping_bad_files_logs_the_same_records(corrupt_tree):
 
 def test_the_skip_budget_fails_the_same_iteration(corrupt_tree):
     def results(split):
-        pipe = built(lambda: skipping(corrupt_tree, max_skipped_samples=2), split)
+        pipe = built(lambda: skipping(corrupt_tree[0], max_skipped_samples=2), split)
         got = []
         for _ in range(8):
             try:
@@ -466,7 +450,7 @@ def test_gpu_staged_matches_one_stage(sample_root, load, depth):
 @pytest.mark.gpu
 def test_gpu_staged_skip_matches_one_stage(corrupt_tree):
     require_gpu()
-    make = lambda: mixed_training(corrupt_tree, batch_size=6, on_error="skip")
+    make = lambda: mixed_training(corrupt_tree[0], batch_size=6, on_error="skip")
     ref = built(make, 0)
     want, want_log = gpu_outputs(ref, 13), skip_log(ref)
     ref.close()
