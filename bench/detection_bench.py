@@ -128,6 +128,7 @@ def measure(spec):
         count += 1
     sync()
     rates, cpu_total, wall_total = [], 0.0, 0.0
+    stats0 = executor_statistics(loader)
     for _ in range(spec["passes"]):
         before = cpu_times(process_tree())
         t0 = time.perf_counter()
@@ -140,11 +141,36 @@ def measure(spec):
         rates.append(n_batches * batch / dt)
     ips = spread(rates)
     busy = cpu_total / wall_total if wall_total else None
+    executor = stats_between(stats0, executor_statistics(loader), wall_total)
     return {"loader": name, "backend": LOADERS[name], "description": desc, "batch_size": batch,
             "threads": spec["threads"], "image_size": spec["image_size"], "first_batch_s": round(first, 3),
             "images_per_pass": n_batches * batch, "passes": len(rates), "images_per_s": ips,
             "cores_busy": round(busy, 2) if busy is not None else None,
-            "images_per_s_per_thread": round(ips["median"] / spec["threads"], 1), "output": output}
+            "images_per_s_per_thread": round(ips["median"] / spec["threads"], 1), "output": output,
+            **({"executor": executor} if executor else {})}
+
+
+def executor_statistics(loader):
+    """ladle's executor_statistics() of the loader's pipeline, or None (DALI, torchvision)."""
+    pipe = getattr(loader, "pipe", None)
+    return pipe.executor_statistics() if hasattr(pipe, "executor_statistics") else None
+
+
+def stats_between(before, after, wall):
+    """Where ladle's executor spent the timed passes: its preparing and waiting
+    seconds and each operator's seconds (host time: a GPU operator's is the time
+    to queue its work), as shares of the passes' wall time."""
+    if not before or not after or not wall:
+        return None
+    ops = []
+    for a, b in zip(before["operators"], after["operators"]):
+        secs = b["seconds"] - a["seconds"]
+        ops.append({"op": b["op"], "device": b["device"], "seconds": round(secs, 4), "share": round(secs / wall, 3),
+                    **({"counters": {k: b["counters"][k] - a["counters"].get(k, 0) for k in b["counters"]}}
+                       if b.get("counters") else {})})
+    return {"iterations": after["iterations"] - before["iterations"],
+            "prepare_share": round((after["prepare_seconds"] - before["prepare_seconds"]) / wall, 3),
+            "wait_share": round((after["wait_seconds"] - before["wait_seconds"]) / wall, 3), "operators": ops}
 
 
 def child_main(args):
@@ -252,6 +278,11 @@ def print_table(report):
             s = r["images_per_s"]
             print(f"{name:<16} {s['median']:>10,.1f} {s['min']:>9,.1f} {s['max']:>9,.1f} {r['cores_busy']!s:>10}  "
                   f"{r['description']}")
+            if r.get("executor"):
+                e = r["executor"]
+                ops = ", ".join(f"{o['op']}({o['device']}) {o['share']:.2f}" for o in e["operators"] if o["share"] >= 0.01)
+                print(f"{'':<16} executor: preparing {e['prepare_share']:.2f} of the wall time, run() waiting "
+                      f"{e['wait_share']:.2f}; host time per operator: {ops}")
         else:
             print(f"{name:<16} {'-':>10} {'':>9} {'':>9} {'':>10}  {r.get('skipped') or r.get('failed')}")
     if report["training"]:

@@ -387,7 +387,7 @@ class PipelineLoader:
         # DROP: every rank runs the same number of full batches.
         self.it = Ragged(pipe, ["images", "boxes", "labels"], output_types=tags, reader_name="Reader",
                          auto_reset=True, last_batch_policy=LastBatchPolicy.DROP)
-        self.dev, self.size, self.encoded = dev, float(size), encoded
+        self.pipe, self.dev, self.size, self.encoded = pipe, dev, float(size), encoded
 
     def __len__(self):
         return len(self.it)
