@@ -46,8 +46,8 @@ for mode, env in MODES.items():
         cores = (c1.user + c1.system - c0.user - c0.system) / (t1 - t0)
         d = {k: (s1[k] - s0[k]) / n * 1e3 for k in ("prepare_seconds", "host_stage_seconds", "device_stage_seconds",
                                                       "wait_seconds")}
-        ops = {o["op"]: (o["seconds"] - p["seconds"]) / n * 1e3 for o, p in zip(s1["operators"], s0["operators"])}
+        ops = [(o["op"], (o["seconds"] - p["seconds"]) / n * 1e3) for o, p in zip(s1["operators"], s0["operators"])]
         print(f"stages={mode:8s} hw={load}: {n * batch / (t1 - t0):8.0f} img/s, {cores:4.1f} cores busy; ms/it "
               + ", ".join(f"{k[:-8]} {v:.2f}" for k, v in d.items()) + "; ops ms/it "
-              + ", ".join(f"{k} {v:.2f}" for k, v in ops.items()))
+              + ", ".join(f"{k} {v:.2f}" for k, v in ops))
         pipe.close()
