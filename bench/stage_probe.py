@@ -3,9 +3,9 @@
 mixed -> random_resized_crop 224 -> flip -> crop_mirror_normalize float16 NCHW,
 batch 256): images/s, CPU cores busy (this process), and per iteration the
 milliseconds of each stage's thread (host: the reader; device: the rest), of
-run() waiting, and of each operator, with the stages (default), with the
-stages but the decoder's setup in the device stage (LADLE_EXECUTOR_SETUP_AHEAD=0,
-"no-ahead") and with LADLE_EXECUTOR_STAGES=1, at hw_decoder_load 0.8 and 0.9.
+run() waiting, and of each operator, with LADLE_EXECUTOR_STAGES=1, with the
+stages (default), and with the stages and the decoder's setup in the host
+stage (LADLE_EXECUTOR_SETUP_AHEAD=1, "ahead"), at hw_decoder_load 0.8 and 0.9.
 
     PYTHONPATH=python python3 bench/stage_probe.py /tmp/imagenet-like/train 16
 """
@@ -20,7 +20,7 @@ from ladle import fn, types  # noqa: E402
 
 root, threads, batch = sys.argv[1], int(sys.argv[2]) if len(sys.argv) > 2 else os.cpu_count(), 256
 MEAN, STD = [0.485 * 255, 0.456 * 255, 0.406 * 255], [0.229 * 255, 0.224 * 255, 0.225 * 255]
-MODES = {"1": {"LADLE_EXECUTOR_STAGES": "1"}, "no-ahead": {"LADLE_EXECUTOR_SETUP_AHEAD": "0"}, "default": {}}
+MODES = {"1": {"LADLE_EXECUTOR_STAGES": "1"}, "default": {}, "ahead": {"LADLE_EXECUTOR_SETUP_AHEAD": "1"}}
 for mode, env in MODES.items():
     for k in ("LADLE_EXECUTOR_STAGES", "LADLE_EXECUTOR_SETUP_AHEAD"):
         os.environ.pop(k, None)

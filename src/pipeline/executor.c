@@ -20,9 +20,10 @@
  *
  * When the device stage's first node allows it (ladle__op_def.setup_ahead:
  * the image decoders, whose setup reads the headers and picks each image's
- * decoder), the host stage also runs that node's setup pass, on a copy of
+ * decoder), the host stage may also run that node's setup pass, on a copy of
  * the node (setup_copy) into the iteration's own sample states and shapes,
- * which the device stage takes (take_setup) before its run or run_batch.
+ * which the device stage takes (take_setup) before its run or run_batch: by
+ * default for a CPU node (a forced split), opt-in for a mixed or GPU one.
  *
  * Test and benchmark knobs, read at build:
  *   LADLE_EXECUTOR_STAGES=1   one stage: one thread runs every node (the
@@ -30,8 +31,9 @@
  *   LADLE_EXECUTOR_SPLIT=k    the device stage starts at node k (in the order
  *                             added) if that is earlier than the first
  *                             non-CPU node: tests the two stages on the CPU;
- *   LADLE_EXECUTOR_SETUP_AHEAD=0  the device stage's first node is set up
- *                             in the device stage.
+ *   LADLE_EXECUTOR_SETUP_AHEAD=1 (or 0)  the device stage's first node is
+ *                             set up ahead by the host stage (or not), whatever
+ *                             its device.
  * The boundary moves earlier to keep a node and the consumer computing its
  * output (plan.c: fusion, merging) in one stage. There is one stage when the
  * host stage would hold nothing but external sources (a ladle.dynamic call
@@ -906,8 +908,11 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
   if (staged) {
     const ladle__node *first = p->nodes[p->split];
     const char *ahead = getenv("LADLE_EXECUTOR_SETUP_AHEAD");
-    p->setup_ahead = first->def->setup_ahead && !first->deferred && !first->merged && !first->def->views_input &&
-                     ladle__demand_forced(p, p->split) && !(ahead && strcmp(ahead, "0") == 0);
+    /* Opt-in for a mixed or GPU node: the mixed decoder's setup parses with nvJPEG while the device stage
+     * decodes with it, and the first runs on the H200 with it on crashed (heap corruption, 2026-12-01). */
+    int wanted = ahead && ahead[0] ? strcmp(ahead, "0") != 0 : first->device == LADLE_ON_CPU;
+    p->setup_ahead = wanted && first->def->setup_ahead && !first->deferred && !first->merged &&
+                     !first->def->views_input && ladle__demand_forced(p, p->split);
     if (p->setup_ahead) {
       p->setup_copy = *first;
       p->setup_copy.config = &p->config; /* the host stage's */
