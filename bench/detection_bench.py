@@ -158,8 +158,10 @@ def executor_statistics(loader):
 
 def stats_between(before, after, wall):
     """Where ladle's executor spent the timed passes: its preparing and waiting
-    seconds and each operator's seconds (host time: a GPU operator's is the time
-    to queue its work), as shares of the passes' wall time."""
+    seconds, each stage thread's busy seconds (a pipeline with GPU operators runs
+    in two stages: preparing is their sum, so its share may pass 1) and each
+    operator's seconds (host time: a GPU operator's is the time to queue its
+    work), as shares of the passes' wall time."""
     if not before or not after or not wall:
         return None
     ops = []
@@ -170,7 +172,10 @@ def stats_between(before, after, wall):
                        if b.get("counters") else {})})
     return {"iterations": after["iterations"] - before["iterations"],
             "prepare_share": round((after["prepare_seconds"] - before["prepare_seconds"]) / wall, 3),
-            "wait_share": round((after["wait_seconds"] - before["wait_seconds"]) / wall, 3), "operators": ops}
+            "wait_share": round((after["wait_seconds"] - before["wait_seconds"]) / wall, 3),
+            **{f"{k}_stage_share": round((after[f"{k}_stage_seconds"] - before[f"{k}_stage_seconds"]) / wall, 3)
+               for k in ("host", "device")},
+            "operators": ops}
 
 
 def child_main(args):
@@ -281,7 +286,9 @@ def print_table(report):
             if r.get("executor"):
                 e = r["executor"]
                 ops = ", ".join(f"{o['op']}({o['device']}) {o['share']:.2f}" for o in e["operators"] if o["share"] >= 0.01)
-                print(f"{'':<16} executor: preparing {e['prepare_share']:.2f} of the wall time, run() waiting "
+                stages = (f" (host stage {e['host_stage_share']:.2f}, device stage {e['device_stage_share']:.2f})"
+                          if e.get("device_stage_share") else "")
+                print(f"{'':<16} executor: preparing {e['prepare_share']:.2f} of the wall time{stages}, run() waiting "
                       f"{e['wait_share']:.2f}; host time per operator: {ops}")
         else:
             print(f"{name:<16} {'-':>10} {'':>9} {'':>9} {'':>10}  {r.get('skipped') or r.get('failed')}")

@@ -657,11 +657,15 @@ typedef struct ladle_memory_stats {
 
 typedef struct ladle_pipeline_stats {
   int64_t iterations;     /* iterations the executor prepared (including ones dropped by set_position) */
-  double prepare_seconds; /* the executor thread's wall time preparing them */
+  double prepare_seconds; /* the executor's wall time preparing them (with two stages: both threads' busy time) */
   double wait_seconds;    /* wall time run() blocked waiting for a prepared iteration */
   int64_t skipped;        /* bad records skipped (skip_bad_samples) */
   /* The pipeline's memory pools (all zero for the GPU ones without GPU operators). */
   ladle_memory_stats host_pageable, host_pinned, device;
+  /* With two executor stages (a pipeline with GPU or mixed operators): the
+   * busy time of the host stage's thread (readers, CPU operators) and of the
+   * device stage's thread (the rest); both 0 with one stage. */
+  double host_stage_seconds, device_stage_seconds;
 } ladle_pipeline_stats;
 
 /** The pipeline's counters so far (all zero before build). */

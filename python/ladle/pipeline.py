@@ -833,10 +833,25 @@ class Pipeline:
 
     def executor_statistics(self):
         """Where the time went since build: {"iterations", "prepare_seconds"
-        (the executor thread's time preparing them), "wait_seconds" (time
-        run() waited: the consumer starved), "operators": [{"op", "name",
-        "device", "seconds", "fused", "counters"}, ...] in the order added}.
+        (the executor's time preparing them), "wait_seconds" (time run()
+        waited: the consumer starved), "host_stage_seconds" and
+        "device_stage_seconds", "operators": [{"op", "name", "device",
+        "seconds", "fused", "counters"}, ...] in the order added}.
         A loader that keeps up with training shows wait_seconds near 0.
+
+        A pipeline with GPU or mixed operators runs in two stages on two
+        threads: the host stage (readers and the CPU operators before the
+        first GPU or mixed one) prepares the next iteration while the device
+        stage (the rest: the mixed decoder, GPU operators) runs this one.
+        host_stage_seconds and device_stage_seconds are each thread's busy
+        time (0 with one stage); prepare_seconds is their sum, so it may
+        exceed the wall time. Outputs are the same bytes either way. For A/B
+        measurements the environment variable LADLE_EXECUTOR_STAGES=1, read
+        when the pipeline is built, runs every node on one thread; as a test
+        knob, LADLE_EXECUTOR_SPLIT=k starts the device stage at operator k
+        (in the order added) of a CPU pipeline too, and
+        LADLE_EXECUTOR_SETUP_AHEAD=1 (experimental) moves the mixed decoder's
+        reading of the image headers into the host stage.
         "fused" is True for an operator computed inside the one after it:
         resize inside crop_mirror_normalize's GPU kernel, or an element-wise
         expression step (x * 0.5 in x * 0.5 + 1) inside the next step's single

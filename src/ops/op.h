@@ -80,6 +80,13 @@ typedef struct ladle__op_def {
   ladle_status (*reader_meta)(ladle__node *node, ladle_reader_meta *meta);
   /* Per sample: set each output's shape with ladle__set_shape. Required. */
   ladle_status (*setup)(ladle__node *node, ladle__sample *s);
+  /* 1: setup reads only the node's inputs, per-sample arguments, config and
+   * what init (and planning) left in node->state, and writes only the
+   * sample's state and output shapes (no scratch, no node state): when the
+   * node starts the executor's device stage, the host stage may run its setup
+   * an iteration ahead of run/run_batch (pipeline/executor.c: a CPU node, or
+   * LADLE_EXECUTOR_SETUP_AHEAD=1). */
+  int setup_ahead;
   /* Per sample: write the outputs. Required for operators that run on the CPU. */
   ladle_status (*run)(ladle__node *node, ladle__sample *s);
   /* GPU and mixed operators: queue the whole batch's work on the pipeline's

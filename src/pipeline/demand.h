@@ -16,7 +16,8 @@
  * Values are unchanged: every random draw is keyed by (operator, sample).
  * Off without merges in the graph, with operators whose init runs late
  * (after a callback operator), or with LADLE_NO_DEMAND set. Used by the
- * executor thread only. */
+ * executor threads: each stage (executor.c) has its own masks, `stage` 0
+ * (the host stage, or every node with one stage) or 1 (the device stage). */
 #ifndef LADLE_PIPELINE_DEMAND_H
 #define LADLE_PIPELINE_DEMAND_H
 
@@ -26,11 +27,15 @@
 ladle_status ladle__demand_init(ladle_pipeline *p);
 void ladle__demand_fini(ladle_pipeline *p);
 
-/* Starts an iteration of `batch` samples. */
-void ladle__demand_begin(ladle_pipeline *p, int batch);
+/* Starts a stage of an iteration of `batch` samples whose value batches are
+ * `values` (read for the merges' predicates). */
+void ladle__demand_begin(ladle_pipeline *p, int stage, int batch, ladle_batch **values);
 
-/* Before node `i` runs: NULL when it computes every sample, else one byte
- * per slot (1: compute). Valid until the next call. */
-const unsigned char *ladle__demand_mask(ladle_pipeline *p, int i);
+/* 1 when node `i` computes every sample of every iteration. */
+int ladle__demand_forced(const ladle_pipeline *p, int i);
+
+/* Before node `i` runs in `stage`: NULL when it computes every sample, else
+ * one byte per slot (1: compute). Valid until the stage's next call. */
+const unsigned char *ladle__demand_mask(ladle_pipeline *p, int stage, int i);
 
 #endif

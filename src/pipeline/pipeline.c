@@ -59,8 +59,6 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   if (params->fed_seeds) {
     p->seeds_cap = (params->prefetch_queue_depth + LADLE__FEED_MARGIN) * params->fed_seeds;
     LADLE_ALLOC(p->seeds, p->seeds_cap);
-    LADLE_ALLOC(p->iteration_seeds, params->fed_seeds);
-    p->config.seeds = p->iteration_seeds;
   }
   pthread_mutex_init(&p->lock, NULL);
   pthread_cond_init(&p->space, NULL);
@@ -120,13 +118,8 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   free(p->nodes);
   free(p->values);
   free(p->outputs);
-  free(p->value_batches);
-  free(p->refs);
-  free(p->names);
-  free(p->shapes);
   free(p->fed);
   free(p->seeds);
-  free(p->iteration_seeds);
   free(p->last_records);
   ladle__skip_fini(&p->skip);
   ladle__gpu_state_destroy(p->gpu); /* after the executor: waits for queued GPU work */
@@ -583,17 +576,13 @@ ladle_status ladle_pipeline_build(ladle_pipeline *p) {
     }
   }
   ladle__plan_graph(p);
-  LADLE_ALLOC(p->value_batches, p->num_values);
-  LADLE_ALLOC(p->refs, batch);
-  LADLE_ALLOC(p->names, batch);
-  LADLE_ALLOC(p->shapes, (size_t)batch * LADLE_MAX_NDIM);
   ladle_reader_meta meta = {0};
   if (p->params.skip_bad_samples && p->params.max_skipped_fraction > 0) {
     LADLE_CHECK(p->reader, LADLE_ERROR_INVALID_ARGUMENT,
                 "a fraction of the epoch as max_skipped_samples needs a reader in the pipeline");
     LADLE_TRY(p->reader->def->reader_meta(p->reader, &meta));
   }
-  LADLE_TRY(ladle__skip_init(&p->skip, &p->params, batch, meta.epoch_size));
+  LADLE_TRY(ladle__skip_init(&p->skip, &p->params, meta.epoch_size));
   LADLE_TRY(ladle__executor_start(p));
   p->built = 1;
   return LADLE_OK;

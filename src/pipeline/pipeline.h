@@ -20,6 +20,34 @@ typedef struct ladle__value_ref {
   int node, output;
 } ladle__value_ref;
 
+/* One iteration on its way through the executor's stages (executor.c):
+ * everything that belongs to the iteration rather than to a node, so that
+ * the host stage can prepare one iteration while the device stage runs the
+ * one before. */
+typedef struct ladle__iter {
+  int in_use;
+  int64_t iteration;
+  unsigned generation;            /* p->generation when it started: stale ones are dropped */
+  ladle__pipeline_config config;  /* its batch size and seed(s); copied into the stage's config before a node runs */
+  uint64_t *seeds;                /* fed_seeds: its seeds (config.seeds) */
+  ladle_batch **values;           /* num_values: the batch of each value computed so far */
+  ladle_batch **outputs;          /* num_outputs: the pipeline's outputs once done */
+  ladle_batch **fed;              /* num_fed: the fed batches kept for another attempt (skipping, fed only), or NULL */
+  ladle__sample_ref *refs;        /* batch_size: its samples */
+  const char **names;             /* batch_size: their names, or NULL */
+  int64_t *shapes;                /* batch_size * LADLE_MAX_NDIM: one output's shapes */
+  unsigned char *failed;          /* batch_size (skipping): slots that failed with a data error in this attempt */
+  char **messages;                /* batch_size (skipping): their messages, LADLE_ERROR_MAX each */
+  int64_t *setup_shapes;          /* setup_ahead: the device stage's first node's out_shapes, */
+  uint8_t *setup_states;          /* and its sample states, set up by the host stage */
+  int setup_done;                 /* they hold this iteration's */
+  ladle_status status;            /* the host stage's result, handed to the device stage */
+  int skippable;                  /* with status: it failed on bad data only */
+  char *error;                    /* LADLE_ERROR_MAX: the host stage's message */
+  int64_t mark_ns;                /* the stage's time is counted up to here (executor.c, count_time) */
+  _Atomic int64_t *stage_ns;      /* and into this stage counter (NULL with one stage) */
+} ladle__iter;
+
 /* One finished iteration waiting for the consumer. */
 typedef struct ladle__ready {
   int64_t iteration;
@@ -49,7 +77,6 @@ struct ladle_pipeline {
   int num_fed;
   uint64_t *seeds;     /* fed_seeds: a ring of seeds for coming iterations (ladle_pipeline_feed_seed) */
   int seeds_head, seeds_count, seeds_cap;
-  uint64_t *iteration_seeds; /* the fed_seeds seeds of the iteration being prepared (config.seeds) */
 
   /* Resources. */
   struct ladle__gpu_state *gpu; /* when the graph has GPU or mixed operators */
@@ -57,20 +84,27 @@ struct ladle_pipeline {
   int owns_pool;
   ladle__pool *host_pool;
 
-  /* The executor's per-iteration scratch (used by the executor thread only). */
-  ladle_batch **value_batches; /* num_values */
-  ladle__sample_ref *refs;     /* batch_size */
-  const char **names;          /* batch_size */
-  int64_t *shapes;             /* batch_size * LADLE_MAX_NDIM: one output's shapes */
+  /* The executor's stages (executor.c): nodes [0, split) are the host
+   * stage, run by `thread`; with split < num_nodes the rest is the device
+   * stage, run by `device_thread` (their nodes read config_b). */
+  int split;
+  ladle__pipeline_config config_b, config_base; /* config_base: an iteration's before it takes fed data */
+  int setup_ahead;          /* the host stage also runs the setup pass of node `split` (executor.c) */
+  ladle__node setup_copy;   /* on this copy of it */
+  ladle__iter *iters; /* 1, or 3 with two stages: one in each stage and the one handed between */
+  int num_iters;
+  ladle__iter *handoff;   /* prepared by the host stage, waiting for the device stage */
+  int host_busy;          /* the host thread is preparing an iteration (outside the lock) */
+  int pause_host;         /* the device thread runs an iteration through every node: the host thread waits */
 
-  /* Executor thread and the queue of finished iterations. */
-  pthread_t thread;
-  int thread_started;
+  /* Executor threads and the queue of finished iterations. */
+  pthread_t thread, device_thread;
+  int thread_started, device_thread_started;
   pthread_mutex_t lock;
   pthread_cond_t space, ready;
   ladle__ready *queue; /* prefetch_queue_depth slots, a ring */
   int queue_head, queue_count;
-  int preparing;               /* the executor is preparing an iteration (outside the lock) */
+  int preparing;               /* iterations the executor is preparing (taken, not yet queued or dropped) */
   int64_t next_iteration;      /* the next one the executor prepares */
   int64_t delivered;           /* iterations handed out by run() */
   int64_t *last_records;       /* batch_size: the records of the iteration run() returned last */
@@ -83,11 +117,12 @@ struct ladle_pipeline {
   /* Which samples each operator computes (pipeline/demand.h); NULL without merges. */
   struct ladle__demand *demand;
 
-  /* Bad samples: the executor writes, the consumer reads under `lock`. */
+  /* Bad samples: the executor writes (with two stages: the device thread,
+   * while the host thread waits), the consumer reads under `lock`. */
   ladle__skip_state skip;
 
   /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
-  _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns;
+  _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns, stat_host_ns, stat_device_ns;
 };
 
 /* Monotonic clock in nanoseconds, for the counters. */

@@ -13,8 +13,7 @@ int ladle__skip_data_error(ladle_status st) {
          st == LADLE_ERROR_LIMIT;
 }
 
-ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params *params, int batch_size,
-                              int64_t epoch_size) {
+ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params *params, int64_t epoch_size) {
   ladle_status st = LADLE_OK;
   memset(s, 0, sizeof *s);
   s->enabled = params->skip_bad_samples != 0;
@@ -24,14 +23,6 @@ ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params 
   s->budget = params->max_skipped;
   if (params->max_skipped_fraction > 0)
     s->budget = (int64_t)ceil(params->max_skipped_fraction * (double)(epoch_size > 0 ? epoch_size : 0));
-  s->slots = batch_size;
-  s->failed = calloc((size_t)batch_size, 1);
-  s->messages = calloc((size_t)batch_size, sizeof *s->messages);
-  LADLE_CHECK(s->failed && s->messages, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
-  for (int i = 0; i < batch_size; i++) {
-    s->messages[i] = calloc(1, LADLE_ERROR_MAX);
-    LADLE_CHECK(s->messages[i], LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
-  }
   return LADLE_OK;
 done:
   return st;
@@ -44,9 +35,6 @@ void ladle__skip_fini(ladle__skip_state *s) {
   }
   free(s->log);
   free(s->bad);
-  for (int i = 0; s->messages && i < s->slots; i++) free(s->messages[i]);
-  free(s->messages);
-  free(s->failed);
   memset(s, 0, sizeof *s);
 }
 
@@ -102,11 +90,12 @@ static ladle_status grow(void **array, int *cap, int need, size_t elem) {
 }
 
 ladle_status ladle__skip_record(ladle__skip_state *s, pthread_mutex_t *lock, const ladle__sample_ref *refs,
-                                const char **names, int batch_size, int64_t iteration) {
+                                const char **names, const unsigned char *failed, char *const *messages,
+                                int batch_size, int64_t iteration) {
   ladle_status st = LADLE_OK;
   pthread_mutex_lock(lock);
   for (int i = 0; i < batch_size && st == LADLE_OK; i++) {
-    if (!s->failed[i] || ladle__skip_known_bad(s, refs[i].index)) continue; /* a duplicate slot of one bad record */
+    if (!failed[i] || ladle__skip_known_bad(s, refs[i].index)) continue; /* a duplicate slot of one bad record */
     st = grow((void **)&s->bad, &s->cap_bad, s->num_bad + 1, sizeof *s->bad);
     if (st == LADLE_OK) st = grow((void **)&s->log, &s->cap_log, s->num_log + 1, sizeof *s->log);
     if (st != LADLE_OK) break;
@@ -117,7 +106,7 @@ ladle_status ladle__skip_record(ladle__skip_state *s, pthread_mutex_t *lock, con
     s->num_bad++;
     ladle__skipped *e = &s->log[s->num_log++];
     e->name = strdup(names[i] ? names[i] : "");
-    e->error = strdup(s->messages[i]);
+    e->error = strdup(messages[i]);
     if (!e->name || !e->error) {
       st = LADLE_FAIL(LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
       break;

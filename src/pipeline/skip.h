@@ -22,19 +22,14 @@ typedef struct ladle__skip_state {
   int num_bad, cap_bad;
   ladle__skipped *log;    /* every skip, in the order found */
   int num_log, cap_log;
-  int slots;              /* batch_size */
-  unsigned char *failed;  /* batch_size: slots that failed with a data error in this attempt */
-  char **messages;        /* batch_size: their messages (LADLE_ERROR_MAX each) */
 } ladle__skip_state;
 
 /* 1 for the statuses of bad data (a file, record or pixel), which a skip
  * policy may drop; 0 for wrong arguments, memory, CUDA and state errors. */
 int ladle__skip_data_error(ladle_status st);
 
-/* At build: sizes the per-slot buffers and sets the budget (epoch_size for
- * a fractional one). */
-ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params *params, int batch_size,
-                              int64_t epoch_size);
+/* At build: sets the budget (epoch_size for a fractional one). */
+ladle_status ladle__skip_init(ladle__skip_state *s, const ladle_pipeline_params *params, int64_t epoch_size);
 void ladle__skip_fini(ladle__skip_state *s);
 
 /* 1 when `record` is known bad. */
@@ -50,9 +45,11 @@ int ladle__skip_all_bad(const ladle__skip_state *s, const ladle__sample_ref *ref
 ladle_status ladle__skip_substitute(const ladle__skip_state *s, ladle__sample_ref *refs, const char **names,
                                     int batch_size, int64_t iteration);
 
-/* Records the slots of `failed` as bad (log and known set; under `lock`).
+/* Records the slots of `failed` (1 per slot that failed on bad data, with
+ * its message in `messages`) as bad (log and known set; under `lock`).
  * Fails with LADLE_ERROR_LIMIT, listing the skipped files, past the budget. */
 ladle_status ladle__skip_record(ladle__skip_state *s, pthread_mutex_t *lock, const ladle__sample_ref *refs,
-                                const char **names, int batch_size, int64_t iteration);
+                                const char **names, const unsigned char *failed, char *const *messages,
+                                int batch_size, int64_t iteration);
 
 #endif

@@ -414,6 +414,247 @@ static void test_memory_stats_and_release(void) {
   ladle_pipeline_destroy(p);
 }
 
+/* --- the executor's two stages (executor.c), forced on these CPU pipelines ------------------------------------ */
+
+/* Staging as given: -1 the default (one stage on the CPU), 0 one stage
+ * (LADLE_EXECUTOR_STAGES=1), k >= 1 the device stage from node k; read at build. */
+static void set_staging(int split) {
+  char text[16];
+  unsetenv("LADLE_EXECUTOR_SPLIT");
+  unsetenv("LADLE_EXECUTOR_STAGES");
+  snprintf(text, sizeof text, "%d", split);
+  if (split == 0) setenv("LADLE_EXECUTOR_STAGES", "1", 1);
+  else if (split > 0) setenv("LADLE_EXECUTOR_SPLIT", text, 1);
+}
+
+static ladle_pipeline *staged(ladle_pipeline *p, int split) {
+  set_staging(split);
+  CHECK_OK(ladle_pipeline_build(p));
+  set_staging(-1);
+  return p;
+}
+
+/* Bytes identical to one stage for any thread count, depth and seed; the
+ * device stage's thread ran (device_stage_seconds), and repositioning drops
+ * what either stage has in flight. */
+static void test_two_stages_give_the_same_bytes(void) {
+  static uint8_t ref[1 << 16], other[1 << 16];
+  const int settings[5][3] = {{1, 1, 7}, {4, 1, 7}, {2, 3, 9}, {3, 2, 0}, {1, 4, 5}};
+  for (int s = 0; s < 5; s++) {
+    ladle_pipeline *p = staged(random_pipeline(16, settings[s][0], settings[s][1], settings[s][2]), 0);
+    size_t n = collect(p, 12, ref);
+    ladle_pipeline_stats st;
+    CHECK_OK(ladle_pipeline_get_stats(p, &st));
+    CHECK(st.host_stage_seconds == 0 && st.device_stage_seconds == 0);
+    ladle_pipeline_destroy(p);
+    p = staged(random_pipeline(16, settings[s][0], settings[s][1], settings[s][2]), 1);
+    CHECK(collect(p, 12, other) == n && memcmp(ref, other, n) == 0);
+    CHECK_OK(ladle_pipeline_get_stats(p, &st));
+    CHECK(st.host_stage_seconds > 0 && st.device_stage_seconds > 0 && st.iterations >= 12);
+    CHECK(st.prepare_seconds + 1e-9 >= st.host_stage_seconds + st.device_stage_seconds - 1e-3);
+    ladle_pipeline_position pos = {5};
+    CHECK_OK(ladle_pipeline_set_position(p, &pos));
+    CHECK(collect(p, 4, other) == 4 * 128 && memcmp(other, ref + 5 * 128, 4 * 128) == 0);
+    pos.iteration = 2;
+    CHECK_OK(ladle_pipeline_set_position(p, &pos));
+    CHECK_OK(ladle_pipeline_get_position(p, &pos));
+    CHECK(pos.iteration == 2);
+    CHECK(collect(p, 1, other) == 128 && memcmp(other, ref + 2 * 128, 128) == 0);
+    CHECK_OK(ladle_pipeline_get_position(p, &pos));
+    CHECK(pos.iteration == 3); /* iterations handed out, not those the stages prepared */
+    ladle_pipeline_destroy(p);
+  }
+  /* The boundary past the last node, or at none: one stage. */
+  for (int split = 2; split <= 3; split++) {
+    ladle_pipeline *p = staged(random_pipeline(16, 2, 2, 7), split);
+    collect(p, 2, other);
+    ladle_pipeline_stats st;
+    CHECK_OK(ladle_pipeline_get_stats(p, &st));
+    CHECK(st.device_stage_seconds == 0);
+    ladle_pipeline_destroy(p);
+  }
+}
+
+/* Fed seeds and external sources are taken by the host stage, in order. */
+static void test_two_stages_fed_data(void) {
+  static uint8_t want[3][256], got[3 * 256];
+  const uint64_t seeds[3] = {11, 12, 11};
+  for (int k = 0; k < 3; k++) {
+    ladle_pipeline *ref = staged(random_pipeline(16, 2, 1, seeds[k]), 0);
+    CHECK(collect(ref, 1, want[k]) == 128);
+    ladle_pipeline_destroy(ref);
+  }
+  ladle_pipeline *p = staged(random_pipeline_of(16, 2, 2, 5, 1), 1);
+  for (int k = 0; k < 3; k++) CHECK_OK(ladle_pipeline_feed_seed(p, seeds[k]));
+  CHECK(collect(p, 3, got) == 3 * 128);
+  for (int k = 0; k < 3; k++) CHECK(memcmp(got + k * 128, want[k], 128) == 0);
+  ladle_batch *out[2] = {NULL, NULL};
+  CHECK(ladle_pipeline_run(p, out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "no seed"));
+  ladle_pipeline_destroy(p);
+
+  p = new_pipeline(8, 2);
+  ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
+                       {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
+                       {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
+  int src = -1, cast = -1, again = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
+  ladle_arg to_int = {"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1};
+  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &src, 1, &to_int, 1, NULL, &cast));
+  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &cast, 1, &to_int, 1, NULL, &again));
+  CHECK_OK(ladle_pipeline_set_outputs(p, &again, 1));
+  staged(p, 2); /* a host stage of the source alone would be one stage */
+  ladle_batch *one = NULL;
+  CHECK(ladle_pipeline_run(p, &one) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "'src' has no data"));
+  int sizes[5] = {8, 3, 1, 5, 2};
+  for (int k = 0; k < 5; k++) {
+    ladle_batch *b = bytes_batch(sizes[k], 4, 10 * k);
+    CHECK_OK(ladle_pipeline_feed(p, "src", b));
+    ladle_batch_release(b);
+  }
+  for (int k = 0; k < 4; k++) {
+    CHECK_OK(ladle_pipeline_run(p, &one));
+    CHECK(ladle_batch_num_samples(one) == sizes[k]);
+    const int32_t *last = ladle_batch_data(one, sizes[k] - 1);
+    CHECK(last[3] == 10 * k + sizes[k] * 4 - 1);
+    ladle_batch_release(one);
+  }
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  CHECK(st.device_stage_seconds > 0);
+  ladle_pipeline_destroy(p); /* one fed batch left, maybe in flight */
+}
+
+/* Start, run a little or not at all, destroy: many times, so that a race of
+ * the two threads at start or stop shows (tools/sanitize runs this under
+ * TSan and ASan); the warm pipeline allocates nothing with three iterations
+ * alive in the stages either. */
+static void test_two_stages_start_and_stop(void) {
+  static uint8_t buf[1 << 20];
+  for (int round = 0; round < 200; round++) {
+    ladle_pipeline *p = staged(random_pipeline(4, 1 + round % 3, 1 + round % 2, 3), 1);
+    if (round % 3) collect(p, round % 3, buf);
+    if (round % 5 == 0) {
+      ladle_pipeline_position pos = {round % 7};
+      CHECK_OK(ladle_pipeline_set_position(p, &pos));
+    }
+    ladle_pipeline_destroy(p);
+  }
+  ladle_pipeline *p = staged(random_pipeline(32, 2, 2, 3), 1);
+  for (int i = 0; i < 10; i++) {
+    collect(p, 1, buf);
+    usleep(3000);
+  }
+  for (int i = 0; i < 20; i++) collect(p, 10, buf);
+  ladle__pool_stats before, after;
+  ladle__pool_get_stats(p->host_pool, &before);
+  collect(p, 50, buf);
+  ladle__pool_get_stats(p->host_pool, &after);
+  CHECK(after.system_allocs == before.system_allocs);
+  ladle_pipeline_destroy(p);
+}
+
+/* A folder of 10 copies of a test JPEG and 3 bad files; returns 0 when the
+ * JPEG cannot be read. */
+static int make_bad_tree(char *root) {
+  const char *dir = getenv("LADLE_TEST_DATA");
+  char path[600];
+  snprintf(path, sizeof path, "%s/0ce2de21c524d1c5919393c4a98083ce5ad1d9be", dir && *dir ? dir : "tests/data");
+  static char jpeg[1 << 16];
+  FILE *f = fopen(path, "rb");
+  size_t len = f ? fread(jpeg, 1, sizeof jpeg, f) : 0;
+  if (f) fclose(f);
+  if (!len || !mkdtemp(root)) return 0;
+  snprintf(path, sizeof path, "%s/a", root);
+  CHECK(mkdir(path, 0700) == 0);
+  for (int i = 0; i < 13; i++) {
+    snprintf(path, sizeof path, "%s/a/%c%02d.jpg", root, i < 10 ? 'g' : 'b', i);
+    f = fopen(path, "wb");
+    size_t bytes = i < 10 ? len : i == 10 ? 0 : i == 11 ? 300 : 40;
+    CHECK(f && (i == 11 ? fwrite("not a jpeg", 1, 10, f) == 10 : fwrite(jpeg, 1, bytes, f) == bytes) && fclose(f) == 0);
+  }
+  return 1;
+}
+
+static void remove_bad_tree(const char *root) {
+  char path[600];
+  for (int i = 0; i < 13; i++) {
+    snprintf(path, sizeof path, "%s/a/%c%02d.jpg", root, i < 10 ? 'g' : 'b', i);
+    unlink(path);
+  }
+  snprintf(path, sizeof path, "%s/a", root);
+  rmdir(path);
+  rmdir(root);
+}
+
+/* readers.file -> decoders.image -> resize with skip_bad_samples: the bad
+ * files fail in the device stage (split 1) or the host stage (split 2); the
+ * outputs and the skip log are those of one stage. */
+static size_t skip_run(const char *root, int split, int threads, char *log, size_t log_size) {
+  static uint8_t buf[1 << 16];
+  ladle_pipeline_params params;
+  ladle_pipeline_params_init(&params);
+  params.batch_size = 4;
+  params.num_threads = threads;
+  params.seed = 3;
+  params.skip_bad_samples = 1;
+  ladle_pipeline *p = NULL;
+  CHECK_OK(ladle_pipeline_create(&params, &p));
+  ladle_arg reader[2] = {{"file_root", {LADLE_ARG_STRING, 1, {.s = root}}, -1},
+                         {"random_shuffle", {LADLE_ARG_BOOL, 1, {.i = 1}}, -1}};
+  ladle_arg size[2] = {float_arg("resize_x", 8), float_arg("resize_y", 8)};
+  int files = -1, images = -1, resized = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "readers.file", "cpu", NULL, 0, reader, 2, "R", &files));
+  CHECK_OK(ladle_pipeline_add_op(p, "decoders.image", "cpu", &files, 1, NULL, 0, NULL, &images));
+  CHECK_OK(ladle_pipeline_add_op(p, "resize", "cpu", &images, 1, size, 2, NULL, &resized));
+  int outs[2] = {resized, files + 1};
+  CHECK_OK(ladle_pipeline_set_outputs(p, outs, 2));
+  staged(p, split);
+  size_t len = 0;
+  for (int it = 0; it < 8; it++) { /* two epochs and a half of 13 files */
+    ladle_batch *out[2] = {NULL, NULL};
+    CHECK_OK(ladle_pipeline_run(p, out));
+    for (int k = 0; k < 2 && out[0]; k++) {
+      size_t bytes = (size_t)(out[k]->offsets[ladle_batch_num_samples(out[k])] - out[k]->offsets[0]);
+      memcpy(buf + len, ladle_batch_data(out[k], 0), bytes);
+      len += bytes;
+      ladle_batch_release(out[k]);
+    }
+  }
+  size_t used = (size_t)snprintf(log, log_size, "%lld skipped;", (long long)ladle_pipeline_num_skipped(p));
+  for (int64_t i = 0; i < ladle_pipeline_num_skipped(p) && used < log_size; i++) {
+    ladle_skipped_sample s;
+    CHECK_OK(ladle_pipeline_get_skipped(p, i, &s));
+    used += (size_t)snprintf(log + used, log_size - used, " %lld/%lld/%lld %s: %s;", (long long)s.record,
+                             (long long)s.epoch, (long long)s.iteration, s.name, s.error);
+  }
+  uint64_t sum = 1469598103934665603ull; /* FNV-1a of the outputs, appended */
+  for (size_t i = 0; i < len; i++) sum = (sum ^ buf[i]) * 1099511628211ull;
+  if (used < log_size) snprintf(log + used, log_size - used, " outputs %zu bytes, %016llx", len, (unsigned long long)sum);
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  CHECK((st.device_stage_seconds > 0) == (split > 0));
+  ladle_pipeline_destroy(p);
+  return len;
+}
+
+static void test_two_stages_skip_bad_files(void) {
+  char root[] = "/tmp/ladle_stages_XXXXXX";
+  if (!make_bad_tree(root)) {
+    fprintf(stderr, "  the test JPEG was not found (set LADLE_TEST_DATA): skipped\n");
+    return;
+  }
+  static char want[1 << 14], got[1 << 14];
+  CHECK(skip_run(root, 0, 2, want, sizeof want) == 8 * 4 * (8 * 8 * 3 + 4));
+  CHECK(strstr(want, "3 skipped;") == want);
+  for (int split = 1; split <= 2; split++)
+    for (int threads = 1; threads <= 3; threads += 2) {
+      skip_run(root, split, threads, got, sizeof got);
+      CHECK(strcmp(got, want) == 0);
+      if (strcmp(got, want) != 0) fprintf(stderr, "  split %d: %s\n  one stage: %s\n", split, got, want);
+    }
+  remove_bad_tree(root);
+}
+
 int main(void) {
   RUN(test_random_ops_and_determinism);
   RUN(test_fed_seeds);
@@ -425,5 +666,9 @@ int main(void) {
   RUN(test_external_source);
   RUN(test_no_allocation_when_warm);
   RUN(test_memory_stats_and_release);
+  RUN(test_two_stages_give_the_same_bytes);
+  RUN(test_two_stages_fed_data);
+  RUN(test_two_stages_start_and_stop);
+  RUN(test_two_stages_skip_bad_files);
   TEST_MAIN_END();
 }

@@ -451,8 +451,9 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
     Py_DECREF(ops);
     return NULL;
   }
-  return Py_BuildValue("{s:L,s:d,s:d,s:L,s:N,s:N}", "iterations", (long long)ps.iterations, "prepare_seconds",
-                       ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "skipped_samples",
+  return Py_BuildValue("{s:L,s:d,s:d,s:d,s:d,s:L,s:N,s:N}", "iterations", (long long)ps.iterations,
+                       "prepare_seconds", ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "host_stage_seconds",
+                       ps.host_stage_seconds, "device_stage_seconds", ps.device_stage_seconds, "skipped_samples",
                        (long long)ps.skipped, "memory", memory, "operators", ops);
 }
 
@@ -532,7 +533,7 @@ static PyMethodDef pipeline_methods[] = {
      "skipped(start=0) -> list of dict: the bad samples skipped, from `start` on (record, epoch, iteration, name, "
      "error)."},
     {"stats", (PyCFunction)pipeline_stats, METH_NOARGS,
-     "stats() -> dict: iterations, prepare_seconds, wait_seconds, skipped_samples, memory (per pool) and "
+     "stats() -> dict: iterations, prepare_seconds, wait_seconds, host/device_stage_seconds, skipped_samples, memory (per pool) and "
      "per-operator seconds so far."},
     {"release_memory", (PyCFunction)pipeline_release_memory, METH_NOARGS,
      "release_memory() -> int: gives the pools' idle memory back to the system; returns the bytes."},

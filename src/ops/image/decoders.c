@@ -317,6 +317,7 @@ const ladle__op_def ladle__op_decoders_image = {
     .fini = decoder_fini,
     .counters = decoder_counters,
     .setup = decoder_setup,
+    .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
 };
@@ -333,6 +334,7 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
     .fini = decoder_fini,
     .counters = decoder_counters,
     .setup = decoder_setup,
+    .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
     .allow_smaller_output = random_crop_allow_smaller,
@@ -350,6 +352,7 @@ const ladle__op_def ladle__op_decoders_image_crop = {
     .fini = decoder_fini,
     .counters = decoder_counters,
     .setup = decoder_setup,
+    .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
 };
@@ -367,6 +370,7 @@ const ladle__op_def ladle__op_decoders_image_slice = {
     .fini = decoder_fini,
     .counters = decoder_counters,
     .setup = decoder_setup,
+    .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
 };
