@@ -847,8 +847,7 @@ class Pipeline:
         time (0 with one stage); prepare_seconds is their sum, so it may
         exceed the wall time. Outputs are the same bytes either way. For A/B
         measurements the environment variable LADLE_EXECUTOR_STAGES=1, read
-        when the pipeline is built, runs every node on one thread (=2: two
-        stages, the default); as a test
+        when the pipeline is built, runs every node on one thread; as a test
         knob, LADLE_EXECUTOR_SPLIT=k starts the device stage at operator k
         (in the order added) of a CPU pipeline too, and
         LADLE_EXECUTOR_SETUP_AHEAD=1 (experimental) moves the mixed decoder's

@@ -27,9 +27,7 @@
  *
  * Test and benchmark knobs, read at build:
  *   LADLE_EXECUTOR_STAGES=1   one stage: one thread runs every node (the
- *                             serial executor, for A/B comparisons); =2 two
- *                             stages where the graph has a boundary (the
- *                             default: LADLE__EXECUTOR_STAGES);
+ *                             serial executor, for A/B comparisons);
  *   LADLE_EXECUTOR_SPLIT=k    the device stage starts at node k (in the order
  *                             added) if that is earlier than the first
  *                             non-CPU node: tests the two stages on the CPU;
@@ -78,9 +76,6 @@
 #ifdef LADLE_HAVE_CUDA
 #include "cuda/runtime.h"
 #endif
-
-/* Stages without LADLE_EXECUTOR_STAGES (see above): 2, or 1 for one thread. */
-#define LADLE__EXECUTOR_STAGES 2
 
 typedef struct pass {
   ladle_pipeline *p;
@@ -827,11 +822,11 @@ static void *device_main(void *arg) {
  * one stage. */
 static int stage_split(const ladle_pipeline *p) {
   int n = p->num_nodes, split = n;
-  const char *stages = getenv("LADLE_EXECUTOR_STAGES"), *forced = getenv("LADLE_EXECUTOR_SPLIT");
-  int two = stages && stages[0] ? strcmp(stages, "1") != 0 : (forced && forced[0]) || LADLE__EXECUTOR_STAGES == 2;
-  if (!two) return n;
+  const char *stages = getenv("LADLE_EXECUTOR_STAGES");
+  if (stages && strcmp(stages, "1") == 0) return n;
   for (int i = 0; i < n && split == n; i++)
     if (p->nodes[i]->device != LADLE_ON_CPU && !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL)) split = i;
+  const char *forced = getenv("LADLE_EXECUTOR_SPLIT");
   if (forced && forced[0]) {
     char *end = NULL;
     long k = strtol(forced, &end, 10);

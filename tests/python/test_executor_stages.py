@@ -29,15 +29,11 @@ KNOBS = ("LADLE_EXECUTOR_SPLIT", "LADLE_EXECUTOR_STAGES", "LADLE_EXECUTOR_SETUP_
 @contextlib.contextmanager
 def staging(split):
     """split: None for the default, 0 for one stage, k >= 1 for a boundary before operator k,
-    "k-" for that boundary without the device stage's first node set up ahead, "on" for two stages
-    at the graph's own boundary (LADLE_EXECUTOR_STAGES=2)."""
+    "k-" for that boundary without the device stage's first node set up ahead."""
     saved = {k: os.environ.get(k) for k in KNOBS}
     for k in KNOBS:
         os.environ.pop(k, None)
-    if split == "on":
-        os.environ["LADLE_EXECUTOR_STAGES"] = "2"
-        split = None
-    elif isinstance(split, str):
+    if isinstance(split, str):
         os.environ["LADLE_EXECUTOR_SETUP_AHEAD"] = "0"
         split = int(split.rstrip("-"))
     if split == 0:
@@ -401,15 +397,14 @@ def test_statistics_with_two_stages(sample_root):
 
 
 def test_a_cpu_pipeline_has_one_stage(sample_root):
-    for mode in (None, "on"):  # no boundary: one stage even with LADLE_EXECUTOR_STAGES=2
-        pipe = built(lambda: training(sample_root), mode)
-        pipe.run()
-        stats = pipe.executor_statistics()
-        assert stats["host_stage_seconds"] == 0 and stats["device_stage_seconds"] == 0
-        pipe.close()
+    pipe = built(lambda: training(sample_root), None)
+    pipe.run()
+    stats = pipe.executor_statistics()
+    assert stats["host_stage_seconds"] == 0 and stats["device_stage_seconds"] == 0
+    pipe.close()
 
 
-# --- on the GPU: the mixed training pipeline in two stages -------------------------------------------------------
+# --- on the GPU: the mixed training pipeline, staged by default -------------------------------------------------
 
 
 def mixed_training(root, batch_size=16, hw_decoder_load=0.8, on_error=None, **kwargs):
@@ -444,10 +439,10 @@ def test_gpu_staged_matches_one_stage(sample_root, load, depth):
     ref = built(make, 0)
     want = gpu_outputs(ref, 6)  # 32 files, batch 16: three epochs
     ref.close()
-    pipe = built(make, "on")
+    pipe = built(make, None)
     got = gpu_outputs(pipe, 6)
     stats = pipe.executor_statistics()
-    assert stats["host_stage_seconds"] > 0 and stats["device_stage_seconds"] > 0  # two stages ran
+    assert stats["host_stage_seconds"] > 0 and stats["device_stage_seconds"] > 0  # staged by default
     pipe.close()
     assert_same(got, want)
 
@@ -459,7 +454,7 @@ def test_gpu_staged_skip_matches_one_stage(corrupt_tree):
     ref = built(make, 0)
     want, want_log = gpu_outputs(ref, 13), skip_log(ref)
     ref.close()
-    pipe = built(make, "on")
+    pipe = built(make, None)
     got, log = gpu_outputs(pipe, 13), skip_log(pipe)
     pipe.close()
     assert len(want_log) == 4 and log == want_log
@@ -473,14 +468,14 @@ def test_gpu_staged_checkpoint_and_close(sample_root):
     ref = built(make, 0)
     want = gpu_outputs(ref, 6)
     ref.close()
-    pipe = built(make, "on")
+    pipe = built(make, None)
     assert_same(gpu_outputs(pipe, 2), want[:2])
     text = pipe.checkpoint()
     pipe.close()
-    resumed = built(lambda: mixed_training(sample_root, enable_checkpointing=True, checkpoint=text), "on")
+    resumed = built(lambda: mixed_training(sample_root, enable_checkpointing=True, checkpoint=text), None)
     assert_same(gpu_outputs(resumed, 4), want[2:6])
     resumed.close()
     for _ in range(20):  # short runs: start, one iteration or none, stop with work in flight
-        pipe = built(make, "on")
+        pipe = built(make, None)
         pipe.run()
         pipe.close()
