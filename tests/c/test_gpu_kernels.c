@@ -35,7 +35,7 @@ int main(void) {
 #include "codec/image.h"
 #include "codec/nvjpeg.h"
 #include "core/error.h"
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/kernels/dtype.h"
 #include "ops/kernels/gpu_kernels.h"
@@ -45,14 +45,9 @@ int main(void) {
 #include "test.h"
 #include "test_cuda.h"
 
-static ladle__rng rng;
 static void *stream;
 
 static void rng_reset(uint64_t test) { ladle__rng_init(&rng, 4321, test, 0, 0); }
-static uint32_t rnd(void) { return ladle__rng_u32(&rng); }
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static double rnd_unit(void) { return ladle__rng_uniform(&rng); }
-static double rnd_range(double lo, double hi) { return lo + (hi - lo) * rnd_unit(); }
 
 static void fill_random(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)rnd();

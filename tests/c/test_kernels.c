@@ -18,18 +18,14 @@
 #include <time.h>
 
 #include "core/error.h"
-#include "core/rng.h"
+#include "test_random.h"
 #include "ops/kernels/half.h"
 #include "ops/geometry/normalize_kernel.h"
 #include "ops/geometry/resize_kernel.h"
 #include "test.h"
 
-static ladle__rng rng;
 
 static void rng_reset(uint64_t test) { ladle__rng_init(&rng, 1234, test, 0, 0); }
-static uint32_t rnd(void) { return ladle__rng_u32(&rng); }
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static double rnd_unit(void) { return ladle__rng_uniform(&rng); }
 
 static void fill_random(uint8_t *p, size_t n) {
   for (size_t i = 0; i < n; i++) p[i] = (uint8_t)rnd();

@@ -4,12 +4,9 @@
 
 #include <string.h>
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "ops/bbox/bbox_kernels.h"
 
-static ladle__rng rng;
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static float rnd_float(float lo, float hi) { return (float)(lo + (hi - lo) * ladle__rng_uniform(&rng)); }
 
 /* n ltrb boxes inside [0, 1]. */
 static void random_boxes(float *b, int64_t n) {

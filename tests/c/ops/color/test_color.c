@@ -8,16 +8,12 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "ops/color/color_kernel.h"
 #include "ops/color/color_pixel.h"
 #include "ops/kernels/half.h"
 #include "test.h"
 
-static ladle__rng rng;
-static uint32_t rnd(void) { return ladle__rng_u32(&rng); }
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static float rnd_float(float lo, float hi) { return (float)(lo + (hi - lo) * ladle__rng_uniform(&rng)); }
 
 /* The sum of the terms' magnitudes of the last ref_value: float rounding
  * errors scale with it, not with the (possibly cancelled) result. */

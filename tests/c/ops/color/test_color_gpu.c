@@ -16,17 +16,13 @@ int main(void) {
 
 #else
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/color/color_kernel.h"
 #include "test.h"
 #include "test_cuda.h"
 
-static ladle__rng rng;
 static void *stream;
-static uint32_t rnd(void) { return ladle__rng_u32(&rng); }
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static float rnd_float(float lo, float hi) { return (float)(lo + (hi - lo) * ladle__rng_uniform(&rng)); }
 
 enum { BATCH = 6, MAX_PX = 3000 };
 

@@ -23,16 +23,14 @@ int main(void) {
 
 #else
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/filter/filter_kernels.h"
 #include "test.h"
 #include "test_cuda.h"
 
-static ladle__rng rng;
 static void *stream;
 
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
 
 static void fill(void *p, int t, int64_t n) {
   for (int64_t i = 0; i < n; i++) {

@@ -27,16 +27,13 @@ int main(void) {
 
 #include <cuda_runtime_api.h>
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/geometry/resize_kernel.h"
 #include "test.h"
 
-static ladle__rng rng;
 static void *stream;
 
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static double rnd_range(double lo, double hi) { return lo + (hi - lo) * ladle__rng_uniform(&rng); }
 
 /* One resize: input w x h x c (rows padded by `pad` elements), output ow x oh. */
 typedef struct rz_case {

@@ -23,19 +23,16 @@ int main(void) {
 
 #include <cuda_runtime_api.h>
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/geometry/warp_kernel.h"
 #include "test.h"
 
 enum { BATCH = 6, PARAM_BYTES = 1 << 16 };
 
-static ladle__rng rng;
 static void *stream;
 static void *host_params, *dev_params;
 
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
-static double rnd_range(double lo, double hi) { return lo + (hi - lo) * ladle__rng_uniform(&rng); }
 
 typedef struct gpu_sample {
   void *in_host, *out_cpu, *out_gpu;

@@ -24,7 +24,7 @@ int main(void) {
 
 #include <cuda_runtime_api.h>
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/kernels/half.h"
 #include "ops/math/math_kernel.h"
@@ -32,9 +32,7 @@ int main(void) {
 #include "math_chain.h"
 #include "test.h"
 
-static ladle__rng rng;
 
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
 
 #define RULES(e, name, arity, rule) #rule,
 static const char *const rules[] = {LADLE_MATH_OPS(RULES)};

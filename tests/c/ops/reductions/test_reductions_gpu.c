@@ -20,7 +20,7 @@ int main(void) {
 
 #else
 
-#include "core/rng.h"
+#include "test_random.h"
 #include "cuda/runtime.h"
 #include "ops/color/equalize_kernel.h"
 #include "ops/filter/filter_kernels.h"
@@ -28,10 +28,8 @@ int main(void) {
 #include "test.h"
 #include "test_cuda.h"
 
-static ladle__rng rng;
 static void *stream;
 
-static int rnd_int(int lo, int hi) { return lo + (int)ladle__rng_below(&rng, (uint64_t)(hi - lo + 1)); }
 
 static uint64_t rnd_u64(void) { return (uint64_t)ladle__rng_u32(&rng) << 32 | ladle__rng_u32(&rng); }
 
