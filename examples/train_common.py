@@ -58,7 +58,10 @@ def autocast(args, dev):
 
 
 def exit_with(code):
-    """Leaves the script with `code`."""
+    """Leaves the script with `code`. A script of several ranks leaves its
+    process group to this exit rather than calling destroy_process_group(),
+    which can hang at random (pytorch/pytorch#75097; seen once in CI, two gloo
+    ranks after their last all_reduce)."""
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         # torch 1.13 on Python 3.11 can hang in interpreter shutdown after a gloo
         # process group (seen in CI: the main thread joins a torch thread that

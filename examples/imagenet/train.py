@@ -16,7 +16,6 @@ import sys
 import time
 
 import torch
-import torch.distributed as dist
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -573,9 +572,7 @@ def main(argv=None):
         if first < steps:
             if train_epoch(args, dev, train_loader, net, criterion, optimizer, scaler, epoch, first, steps,
                            base_lr, stats, checkpoint):
-                if dev.world > 1:
-                    dist.destroy_process_group()
-                return 0
+                return 0  # the process group ends with the process (exit_with)
         # The plain module: its weights are the DDP replicas', and it runs no
         # collective, so ranks with fewer validation batches cannot hang it.
         top1, top5 = validate(args, dev, val_loader, model)
@@ -584,9 +581,7 @@ def main(argv=None):
 
     perf = images_per_s(stats["intervals"])
     dev.print(f"##Top-1 {top1:.3f}\n##Top-5 {top5:.3f}\n##Perf {perf:.1f}")
-    if dev.world > 1:
-        dist.destroy_process_group()
-    return 0
+    return 0  # the process group ends with the process (exit_with)
 
 
 if __name__ == "__main__":
