@@ -10,55 +10,6 @@
 
 #ifndef LADLE_HAVE_CUDA
 
-/* ladle__gpu_cast (cast's own kernels for the common pairs, ladle__gpu_convert
- * for the rest) against ladle__convert for every pair: samples at element
- * offsets 0..17 of their buffers (unaligned), 0..3000 elements (some empty),
- * edge values and random bits; the bytes around each output stay as they
- * were. Counts the pairs that have a kernel of their own (there must be). */
-static void test_gpu_cast_every_pair(void) {
-  enum { SAMPLES = 12, SLOT = 3020 * 8 };
-  ladle__rng rng;
-  ladle__rng_init(&rng, 93, 0, 0, 0);
-  uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
-  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
-  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
-  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
-  size_t bytes = ladle__gpu_cast_param_bytes(SAMPLES);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
-  int own = 0;
-  for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
-    for (int b = 0; b < LADLE_DTYPE_COUNT; b++) {
-      ladle_dtype it = all_dtypes[a], ot = all_dtypes[b];
-      size_t ies = ladle_dtype_size(it), oes = ladle_dtype_size(ot);
-      ladle__gpu_convert_desc d[SAMPLES];
-      own += ladle__gpu_cast_has_kernel(ot, it);
-      memset(want, 0x5A, (size_t)SAMPLES * SLOT);
-      for (int i = 0; i < SAMPLES; i++) {
-        size_t io = ladle__rng_below(&rng, 18), oo = ladle__rng_below(&rng, 18);
-        size_t count = i == 0 ? 3000 : i % 5 == 1 ? 0 : ladle__rng_below(&rng, 3001);
-        if (i % 4 == 0) io = oo = 0;
-        uint8_t *src = hin + (size_t)i * SLOT + io * ies;
-        fill(src, it, count, &rng);
-        ladle__convert(want + (size_t)i * SLOT + oo * oes, ot, src, it, count);
-        d[i] = (ladle__gpu_convert_desc){din + (size_t)i * SLOT + io * ies, dout + (size_t)i * SLOT + oo * oes, count};
-      }
-      CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
-      CHECK_OK(ladle__gpu_cast(d, SAMPLES, ot, it, host, dev, bytes, stream));
-      CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-      CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
-      if (memcmp(got, want, (size_t)SAMPLES * SLOT) != 0)
-        fprintf(stderr, "gpu cast %s -> %s differs from the CPU\n", ladle_dtype_name(it), ladle_dtype_name(ot));
-      CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
-    }
-  }
-  CHECK(own >= 10);
-  free(hin), free(want), free(got);
-  cudaFree(din), cudaFree(dout), cudaFreeHost(host), cudaFree(dev);
-}
-
 int main(void) {
   printf("skipped: built without CUDA\n");
   return 77;
