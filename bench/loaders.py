@@ -15,7 +15,8 @@ A mixed loader's name may end in options, each "@key=value", in any order:
 "@hw=X" (e.g. "dali-mixed@hw=0.9"): the mixed decoder's hw_decoder_load, the share
 of images sent to the JPEG hardware engines; "@hyb=N" (e.g. "ladle-mixed@hw=0.9@hyb=0"):
 its hybrid_huffman_threshold, the pixel count above which the images not sent to the
-engines are decoded by nvJPEG's GPU-Huffman backend (0: all of them).
+engines are decoded by nvJPEG's GPU-Huffman backend (0: all of them); "@bal=adaptive"
+(ladle only): decoder_balance, the hardware share moved after every batch.
 """
 
 from concurrent.futures import ThreadPoolExecutor
@@ -39,7 +40,8 @@ LOADERS = {
 
 
 # "@key=value" name options: (decoder argument, type)
-NAME_OPTIONS = {"hw": ("hw_decoder_load", float), "hyb": ("hybrid_huffman_threshold", int)}
+NAME_OPTIONS = {"hw": ("hw_decoder_load", float), "hyb": ("hybrid_huffman_threshold", int),
+                "bal": ("decoder_balance", str)}
 
 
 def parse_options(name):
@@ -137,6 +139,8 @@ class LadleLoader(Loader):
             hw["hw_decoder_load"] = hw_decoder_load
         if "hybrid_huffman_threshold" in hw:
             self.notes.append(f"hybrid_huffman_threshold {hw['hybrid_huffman_threshold']}")
+        if "decoder_balance" in hw:
+            self.notes.append(f"decoder_balance {hw['decoder_balance']}")
 
         pipe = ladle.Pipeline(batch_size=batch_size, num_threads=threads,
                               device_id=device_id if (gpu or to_gpu) else -1, seed=seed, prefetch_queue_depth=prefetch)
@@ -202,6 +206,8 @@ class DaliLoader(Loader):
 
     def __init__(self, torch, root, pipeline, device, batch_size, threads, seed=0, to_gpu=False, prefetch=2,
                  hw_decoder_load=None, decoder_args=None, shard=(0, 1), device_id=0):
+        if "decoder_balance" in (decoder_args or {}):
+            raise Unavailable("decoder_balance is ladle's argument; DALI has none")
         dali, dali_torch = import_dali()
         from nvidia.dali import fn, types
         if torch is None:
@@ -450,6 +456,6 @@ def describe(name, batch_size, threads):
     library, pipeline, device = LOADERS[base]
     out = {"loader": library, "pipeline": pipeline, "decode": device, "batch_size": batch_size,
            "threads": threads if not (library == "torchvision" and device == "gpu") else 1}
-    out.update(args)  # hw_decoder_load, hybrid_huffman_threshold
+    out.update(args)  # hw_decoder_load, hybrid_huffman_threshold, decoder_balance
     return out
 

@@ -162,9 +162,11 @@ typedef struct ladle__nvjpeg_image {
  *
  * Asynchrony: returns once the work is queued; the outputs are ready when work
  * queued on `stream` afterwards runs. The encoded data may be reused when the
- * call returns (nvJPEG copies it to its own buffers during the call). Before
- * reusing its decode state this call waits (on the host) for the previous
- * call's GPU work to finish.
+ * call returns (nvJPEG copies it to its own buffers during the call). Decode
+ * states take turns (two on the hardware backend, so that the next batch is
+ * parsed and queued while the engines decode this one; LADLE_NVJPEG_STATES=1
+ * for one); before reusing one this call waits (on the host) for the GPU work
+ * of the last call that used it.
  *
  * Errors: LADLE_ERROR_CORRUPT_DATA when nvJPEG reports bad or truncated data,
  * naming the image when the batch's images can be told apart (a host-side parse
@@ -175,6 +177,11 @@ typedef struct ladle__nvjpeg_image {
  */
 ladle_status ladle__nvjpeg_decode(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_image *images, int n,
                                   ladle__nvjpeg_format format, void *stream);
+
+/* Nanoseconds ladle__nvjpeg_decode spent waiting for earlier decodes' GPU
+ * work since the last call of this (the engines were the bottleneck then);
+ * resets the count. Call it under the lock that serializes the decodes. */
+int64_t ladle__nvjpeg_take_wait_ns(ladle__nvjpeg_decoder *d);
 
 #ifdef __cplusplus
 }

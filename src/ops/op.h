@@ -92,6 +92,11 @@ typedef struct ladle__op_def {
   /* GPU and mixed operators: queue the whole batch's work on the pipeline's
    * stream, after setup has run for every sample on the host. */
   ladle_status (*run_batch)(ladle__node *node, ladle__gpu *g);
+  /* 1: run_batch gets the side stream (pipeline/gpu.h, ladle__gpu_side) and
+   * its outputs come from the side pool: for nodes whose inputs are host
+   * memory and whose GPU work is long and not kernels (the JPEG engines),
+   * which then overlaps the previous iteration's kernels. */
+  int own_stream;
   /* 1: output 0 is input 0's memory seen with the dtype, shapes (setup) and
    * layout (init) of output 0, every sample keeping its size in bytes
    * (reshape, squeeze...): the executor makes a view (ladle__batch_view) and

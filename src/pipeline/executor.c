@@ -282,6 +282,14 @@ static void release_values(ladle_pipeline *p, ladle__iter *t) {
   }
 }
 
+/* What node n's GPU work gets: the side stream for own_stream nodes (unless
+ * LADLE_OWN_STREAM=0), else the pipeline's stream. NULL for CPU pipelines. */
+static ladle__gpu *gpu_for(ladle_pipeline *p, const ladle__node *n) {
+  if (!p->gpu) return NULL;
+  ladle__gpu *side = n->def->own_stream && n->device != LADLE_ON_CPU ? ladle__gpu_side(p->gpu) : NULL;
+  return side ? side : ladle__gpu_of(p->gpu);
+}
+
 /* Node n's setup pass and its output batches (t->values, n->out_batches).
  * n is the pipeline's node, or the host stage's copy of the device stage's
  * first node (setup_ahead). */
@@ -303,7 +311,7 @@ static ladle_status setup_outputs(ladle_pipeline *p, ladle__iter *t, pass *ps, l
              sizeof(int64_t) * ndim);
     LADLE_TRY(check_output_size(p, n, k, shapes, batch, t->names));
     ladle_batch *b = NULL;
-    ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu->device_pool;
+    ladle__pool *data_pool = n->device == LADLE_ON_CPU ? p->host_pool : gpu_for(p, n)->device_pool;
     if (n->merged) { /* its consumer computes from its inputs: shapes only */
       st = ladle__batch_shapes(p->host_pool, n->out[k].dtype, batch, ndim, shapes, n->out[k].layout,
                                n->device == LADLE_ON_CPU ? LADLE_DEVICE_CPU : LADLE_DEVICE_CUDA, &b);
@@ -433,11 +441,16 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
       *skippable = st != LADLE_OK && ps.data_failures && !ps.fatal;
       if (st != LADLE_OK) goto done;
     } else if (!n->fused_into) { /* a fused node runs inside its consumer's turn, in one kernel with it */
-      gpu->failed = ps.collect ? t->failed : NULL;
-      gpu->messages = ps.collect ? t->messages : NULL;
-      st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, gpu) : n->def->run_batch(n, gpu);
-      if (st != LADLE_OK && gpu->failed && ladle__skip_data_error(st))
-        *skippable = memchr(gpu->failed, 1, (size_t)batch) != NULL;
+      ladle__gpu *g = gpu_for(p, n);
+      g->failed = ps.collect ? t->failed : NULL;
+      g->messages = ps.collect ? t->messages : NULL;
+      st = n->fused_from ? n->fused_from->def->run_batch_epilogue(n->fused_from, n, g) : n->def->run_batch(n, g);
+      if (g != gpu) { /* also after a failure: what it queued must come first */
+        ladle_status joined = ladle__gpu_side_join(p->gpu, n->out_batches, n->num_outputs);
+        if (st == LADLE_OK) st = joined;
+      }
+      if (st != LADLE_OK && g->failed && ladle__skip_data_error(st))
+        *skippable = memchr(g->failed, 1, (size_t)batch) != NULL;
       if (st != LADLE_OK) {
         ladle__wrap_error(st, "iteration %lld", (long long)iteration);
         goto done;
@@ -1093,12 +1106,6 @@ ladle_status ladle_pipeline_set_position(ladle_pipeline *p, const ladle_pipeline
   return LADLE_OK;
 }
 
-int64_t ladle__now_ns(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
-}
-
 int ladle__gpu_sample_failed(ladle__gpu *g, int slot, ladle_status st) {
   if (!g->failed || !ladle__skip_data_error(st)) return 0;
   g->failed[slot] = 1;
@@ -1106,10 +1113,18 @@ int ladle__gpu_sample_failed(ladle__gpu *g, int slot, ladle_status st) {
   return 1;
 }
 
-static void memory_stats(ladle__pool *pool, ladle_memory_stats *out) {
-  ladle__pool_stats s = {0};
-  if (pool) ladle__pool_get_stats(pool, &s);
-  *out = (ladle_memory_stats){s.live_bytes, s.peak_live_bytes, s.held_bytes, s.peak_held_bytes};
+/* The sum over pools (NULL ones skipped); peaks are summed too, an upper bound. */
+static void memory_stats(ladle__pool *pool, ladle__pool *other, ladle_memory_stats *out) {
+  *out = (ladle_memory_stats){0};
+  ladle__pool *pools[2] = {pool, other};
+  for (int i = 0; i < 2; i++) {
+    ladle__pool_stats s = {0};
+    if (pools[i]) ladle__pool_get_stats(pools[i], &s);
+    out->used_bytes += s.live_bytes;
+    out->peak_used_bytes += s.peak_live_bytes;
+    out->reserved_bytes += s.held_bytes;
+    out->peak_reserved_bytes += s.peak_held_bytes;
+  }
 }
 
 ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_stats *stats) {
@@ -1120,10 +1135,10 @@ ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_st
   stats->host_stage_seconds = (double)atomic_load(&p->stat_host_ns) * 1e-9;
   stats->device_stage_seconds = (double)atomic_load(&p->stat_device_ns) * 1e-9;
   stats->skipped = ladle_pipeline_num_skipped(p);
-  memory_stats(p->host_pool, &stats->host_pageable);
-  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
-  memory_stats(g ? g->pinned_pool : NULL, &stats->host_pinned);
-  memory_stats(g ? g->device_pool : NULL, &stats->device);
+  memory_stats(p->host_pool, NULL, &stats->host_pageable);
+  ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL, *side = p->gpu ? ladle__gpu_side(p->gpu) : NULL;
+  memory_stats(g ? g->pinned_pool : NULL, NULL, &stats->host_pinned);
+  memory_stats(g ? g->device_pool : NULL, side ? side->device_pool : NULL, &stats->device);
   return LADLE_OK;
 }
 
@@ -1131,7 +1146,9 @@ ladle_status ladle_pipeline_release_memory(ladle_pipeline *p, uint64_t *released
   if (!p) return LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "NULL argument");
   uint64_t bytes = p->host_pool ? ladle__pool_trim(p->host_pool) : 0;
   ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL;
+  ladle__gpu *side = p->gpu ? ladle__gpu_side(p->gpu) : NULL;
   if (g) bytes += ladle__pool_trim(g->pinned_pool) + ladle__pool_trim(g->device_pool);
+  if (side) bytes += ladle__pool_trim(side->device_pool);
 #ifdef __GLIBC__
   malloc_trim(0); /* what free() kept in the C library's heap goes back to the system too */
 #endif

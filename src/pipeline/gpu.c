@@ -25,6 +25,8 @@ typedef struct kept {
 
 struct ladle__gpu_state {
   ladle__gpu gpu;
+  ladle__gpu side; /* stream NULL: no side stream */
+  void *side_done; /* recorded on the side stream by ladle__gpu_side_join */
   kept *ring; /* max_in_flight + 1 entries: [head, head + count) are in flight, the next is current */
   int size, head, count;
 };
@@ -54,7 +56,8 @@ ladle_status ladle__gpu_state_create(int device_id, int max_in_flight, size_t pi
   /* The loader works ahead of the consumer: its kernels yield to the training
    * step's. LADLE_STREAM_PRIORITY=normal measures the difference. */
   const char *priority = getenv("LADLE_STREAM_PRIORITY");
-  LADLE_TRY(ladle__cuda_stream_create(!(priority && strcmp(priority, "normal") == 0), &s->gpu.stream));
+  int low = !(priority && strcmp(priority, "normal") == 0);
+  LADLE_TRY(ladle__cuda_stream_create(low, &s->gpu.stream));
   ladle__allocator device = ladle__cuda_device_allocator(device_id);
   ladle__allocator pinned = ladle__cuda_pinned_allocator(device_id);
   LADLE_TRY(ladle__pool_create(&device, (size_t)8 << 30, &s->gpu.device_pool));
@@ -62,6 +65,16 @@ ladle_status ladle__gpu_state_create(int device_id, int max_in_flight, size_t pi
   s->gpu.device_id = device_id;
   s->gpu.workers = workers;
   s->gpu.state = s;
+  /* LADLE_OWN_STREAM=0: side nodes run on the pipeline's stream (measures the difference). */
+  const char *own = getenv("LADLE_OWN_STREAM");
+  if (!(own && strcmp(own, "0") == 0)) {
+    s->side = s->gpu;
+    s->side.stream = NULL;
+    s->side.device_pool = NULL;
+    LADLE_TRY(ladle__cuda_stream_create(low, &s->side.stream));
+    LADLE_TRY(ladle__pool_create(&device, (size_t)8 << 30, &s->side.device_pool));
+    LADLE_TRY(ladle__cuda_event_create(device_id, &s->side_done));
+  }
   ladle__cuda_restore_device(previous);
   *out = s;
   return LADLE_OK;
@@ -73,6 +86,7 @@ done:
 
 void ladle__gpu_state_destroy(ladle__gpu_state *s) {
   if (!s) return;
+  if (s->side.stream) (void)ladle__cuda_stream_sync(s->side.stream);
   for (int i = 0; s->ring && i < s->size; i++) {
     if (s->ring[i].event) ladle__cuda_event_sync(s->ring[i].event);
   }
@@ -83,6 +97,9 @@ void ladle__gpu_state_destroy(ladle__gpu_state *s) {
     free(s->ring[i].blocks);
   }
   free(s->ring);
+  if (s->side_done) ladle__cuda_event_destroy(s->side_done);
+  if (s->side.stream) ladle__cuda_stream_destroy(s->side.stream);
+  ladle__pool_release(s->side.device_pool);
   ladle__cuda_stream_destroy(s->gpu.stream);
   ladle__pool_release(s->gpu.device_pool);
   ladle__pool_release(s->gpu.pinned_pool);
@@ -90,6 +107,18 @@ void ladle__gpu_state_destroy(ladle__gpu_state *s) {
 }
 
 ladle__gpu *ladle__gpu_of(ladle__gpu_state *s) { return &s->gpu; }
+
+ladle__gpu *ladle__gpu_side(ladle__gpu_state *s) { return s->side.stream ? &s->side : NULL; }
+
+ladle_status ladle__gpu_side_join(ladle__gpu_state *s, ladle_batch **outputs, int num_outputs) {
+  ladle_status st = LADLE_OK;
+  for (int i = 0; i < num_outputs; i++)
+    if (outputs[i] && st == LADLE_OK) st = ladle__gpu_keep(&s->side, outputs[i]);
+  ladle_status rec = ladle__cuda_event_record(s->side_done, s->side.stream);
+  if (rec == LADLE_OK) rec = ladle__cuda_stream_wait(s->gpu.stream, s->side_done);
+  if (rec != LADLE_OK) (void)ladle__cuda_stream_sync(s->side.stream); /* no order on the GPU: wait on the host */
+  return st != LADLE_OK ? st : rec;
+}
 
 ladle_status ladle__gpu_begin(ladle__gpu_state *s) {
   ladle_status st = ladle__cuda_use_device(s->gpu.device_id, NULL);
@@ -162,6 +191,8 @@ ladle_status ladle__gpu_state_create(int device_id, int max_in_flight, size_t pi
 }
 void ladle__gpu_state_destroy(ladle__gpu_state *s) {}
 ladle__gpu *ladle__gpu_of(ladle__gpu_state *s) { return NULL; }
+ladle__gpu *ladle__gpu_side(ladle__gpu_state *s) { return NULL; }
+ladle_status ladle__gpu_side_join(ladle__gpu_state *s, ladle_batch **outputs, int num_outputs) { return LADLE_OK; }
 ladle_status ladle__gpu_begin(ladle__gpu_state *s) { return LADLE_OK; }
 ladle_status ladle__gpu_end(ladle__gpu_state *s, ladle_batch **outputs, int n) { return LADLE_OK; }
 ladle_status ladle__gpu_params(ladle__gpu *g, size_t bytes, void **host, void **dev) {

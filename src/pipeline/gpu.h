@@ -24,4 +24,18 @@ ladle_status ladle__gpu_begin(ladle__gpu_state *s);
  * output batch a ready event. */
 ladle_status ladle__gpu_end(ladle__gpu_state *s, ladle_batch **outputs, int num_outputs);
 
+/* The side stream, for nodes whose op_def sets own_stream (the mixed
+ * decoders): what their run_batch gets instead of ladle__gpu_of, with a
+ * stream and a device pool of its own. The pipeline's stream is ordered
+ * after it by ladle__gpu_side_join, so the JPEG engines' work of iteration
+ * i+1 queues behind iteration i's decode only, not behind its kernels.
+ * The side pool's memory is used only by batches and scratch that are kept
+ * until their iteration's work has completed, so it returns idle and needs
+ * no ordering with the pipeline's stream. NULL when LADLE_OWN_STREAM=0. */
+ladle__gpu *ladle__gpu_side(ladle__gpu_state *s);
+/* After a side node's run_batch, also a failed one: its outputs are kept
+ * until the iteration completes, and the pipeline's stream waits for what
+ * the side stream queued. */
+ladle_status ladle__gpu_side_join(ladle__gpu_state *s, ladle_batch **outputs, int num_outputs);
+
 #endif

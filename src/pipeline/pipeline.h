@@ -8,6 +8,7 @@
 #include <sys/types.h>
 
 #include "core/array.h"
+#include "core/clock.h"
 #include "core/threads.h"
 #include "ops/op.h"
 #include "pipeline/skip.h"
@@ -124,9 +125,6 @@ struct ladle_pipeline {
   /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
   _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns, stat_host_ns, stat_device_ns;
 };
-
-/* Monotonic clock in nanoseconds, for the counters. */
-int64_t ladle__now_ns(void);
 
 /* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */
 ladle_status ladle__pipeline_check_process(const ladle_pipeline *p);

@@ -27,19 +27,14 @@ KNOBS = ("LADLE_EXECUTOR_SPLIT", "LADLE_EXECUTOR_STAGES", "LADLE_EXECUTOR_SETUP_
 
 
 @contextlib.contextmanager
-def staging(split):
-    """split: None for the default, 0 for one stage, k >= 1 for a boundary before operator k,
-    "k-" for that boundary without the device stage's first node set up ahead."""
-    saved = {k: os.environ.get(k) for k in KNOBS}
-    for k in KNOBS:
-        os.environ.pop(k, None)
-    if isinstance(split, str):
-        os.environ["LADLE_EXECUTOR_SETUP_AHEAD"] = "0"
-        split = int(split.rstrip("-"))
-    if split == 0:
-        os.environ["LADLE_EXECUTOR_STAGES"] = "1"
-    elif split is not None:
-        os.environ["LADLE_EXECUTOR_SPLIT"] = str(split)
+def env(**values):
+    """The environment variables as given (None: unset) inside the block, restored after it."""
+    saved = {k: os.environ.get(k) for k in values}
+    for k, v in values.items():
+        if v is None:
+            os.environ.pop(k, None)
+        else:
+            os.environ[k] = v
     try:
         yield
     finally:
@@ -48,6 +43,20 @@ def staging(split):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
+
+
+def staging(split):
+    """split: None for the default, 0 for one stage, k >= 1 for a boundary before operator k,
+    "k-" for that boundary without the device stage's first node set up ahead."""
+    values = dict.fromkeys(KNOBS)
+    if isinstance(split, str):
+        values["LADLE_EXECUTOR_SETUP_AHEAD"] = "0"
+        split = int(split.rstrip("-"))
+    if split == 0:
+        values["LADLE_EXECUTOR_STAGES"] = "1"
+    elif split is not None:
+        values["LADLE_EXECUTOR_SPLIT"] = str(split)
+    return env(**values)
 
 
 def built(make, split):
@@ -479,3 +488,71 @@ def test_gpu_staged_checkpoint_and_close(sample_root):
         pipe = built(make, None)
         pipe.run()
         pipe.close()
+
+
+# --- on the GPU: the mixed decoder on its own stream, two nvJPEG states ---------------------------------------------
+
+
+def decoded(root, batch_size=8, **kwargs):
+    """The mixed decoder's output as a pipeline output (its batch from the side pool, handed to the user), and
+    the training chain after it (read on the pipeline's stream)."""
+    pipe = ladle.Pipeline(batch_size=batch_size, num_threads=4, seed=5, device_id=0, **kwargs)
+    with pipe:
+        jpegs, labels = fn.readers.file(file_root=root, random_shuffle=True, name="Reader", pad_last_batch=True)
+        images = fn.decoders.image(jpegs, device="mixed", output_type=types.RGB, hw_decoder_load=0.75)
+        small = fn.resize(images, resize_x=40, resize_y=30)
+        pipe.set_outputs(images, small, labels)
+    return pipe
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("depth", [1, 3])
+def test_gpu_own_stream_gives_the_same_bytes(sample_root, depth):
+    # LADLE_OWN_STREAM=0 puts the decoder back on the pipeline's stream; both must give the same bytes, also for
+    # the decoder's own output held by the user across iterations, and with two pipelines sharing the decoder.
+    require_gpu()
+    with env(LADLE_OWN_STREAM="0"):
+        ref = decoded(sample_root, prefetch_queue_depth=depth)
+        ref.build()
+    want = gpu_outputs(ref, 9)
+    ref.close()
+    pipes = [decoded(sample_root, prefetch_queue_depth=depth) for _ in range(2)]
+    for p in pipes:
+        p.build()
+    held = [pipes[0].run() for _ in range(2)]  # kept by the user while more iterations run
+    got = [[[np.array(tl.as_cpu().at(i)).copy() for i in range(len(tl))] for tl in it] for it in held]
+    for k in range(7):
+        got.append(gpu_outputs(pipes[0], 1)[0])
+        assert_same(gpu_outputs(pipes[1], 1), [want[k]])
+    for p in pipes:
+        p.close()
+    assert_same(got, want)
+
+
+@pytest.mark.gpu
+def test_gpu_one_nvjpeg_state_gives_the_same_bytes(sample_root, tmp_path):
+    # The decoder (shared by the process's pipelines) is made once per process: the one-state run is a child.
+    require_gpu()
+    import pickle
+    import subprocess
+    import sys
+    script = tmp_path / "one_state.py"
+    script.write_text(
+        "import pickle, sys\n"
+        f"sys.path[:0] = {[os.path.dirname(os.path.abspath(__file__))]!r}\n"
+        "import numpy as np\n"
+        "from test_executor_stages import decoded, gpu_outputs\n"
+        "pipe = decoded(sys.argv[1])\n"
+        "pipe.build()\n"
+        "out = gpu_outputs(pipe, 9)\n"
+        "pipe.close()\n"
+        "sys.stdout.buffer.write(pickle.dumps(out))\n")
+    child = subprocess.run([sys.executable, str(script), str(sample_root)], capture_output=True, timeout=300,
+                           env={**os.environ, "LADLE_NVJPEG_STATES": "1"})
+    assert child.returncode == 0, child.stderr.decode()[-2000:]
+    want = pickle.loads(child.stdout)
+    pipe = decoded(sample_root)
+    pipe.build()
+    got = gpu_outputs(pipe, 9)
+    pipe.close()
+    assert_same(got, want)

@@ -15,7 +15,7 @@
 enum {
   ARG_OUTPUT_TYPE, ARG_ADJUST_ORIENTATION, ARG_HW_DECODER_LOAD, ARG_HYBRID_HUFFMAN_THRESHOLD, ARG_DEVICE_MEMORY_PADDING,
   ARG_HOST_MEMORY_PADDING, ARG_PREALLOCATE_WIDTH_HINT, ARG_PREALLOCATE_HEIGHT_HINT, ARG_USE_FAST_IDCT,
-  ARG_COMMON_COUNT,
+  ARG_DECODER_BALANCE, ARG_COMMON_COUNT,
   ARG_RANDOM_AREA = ARG_COMMON_COUNT, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_CROP_COUNT
 };
 enum { /* decoders.image_crop */
@@ -53,7 +53,16 @@ enum { /* decoders.image_slice */
   [ARG_PREALLOCATE_HEIGHT_HINT] = {LADLE_INT_ARG("preallocate_height_hint", 0), \
       .no_effect = 1, .doc = "Accepted for DALI scripts; no effect."}, \
   [ARG_USE_FAST_IDCT] = {LADLE_BOOL_ARG("use_fast_idct", 0), \
-      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle always uses the accurate IDCT."}
+      .no_effect = 1, .doc = "Accepted for DALI scripts; ladle always uses the accurate IDCT."}, \
+  [ARG_DECODER_BALANCE] = {LADLE_STRING_ARG("decoder_balance", "fixed"), LADLE_CHOICES("fixed", "adaptive"), \
+      .doc = "mixed, ladle only: \"fixed\" keeps hw_decoder_load's share, so each image's decoder, and so the " \
+             "output, is the same on every run; \"adaptive\" starts there and, after each batch, moves the " \
+             "hardware share by 1/64 towards what kept the batch waiting: more images to the CPU workers while " \
+             "the engines are the bottleneck and the workers finish first, fewer while the workers are (cores " \
+             "taken by the training process, say), and fewer when neither waited (the consumer is slower than " \
+             "the loader: the engines alone keep up, and the cores stay free). nvJPEG and the CPU decoder differ " \
+             "by a few levels in some pixels, so adaptive outputs depend on timing. The share in use is the " \
+             "counter hw_share_per_mille."}
 
 static const double default_area[] = {0.08, 1.0};
 static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};
@@ -195,6 +204,8 @@ static ladle_status decoder_init(ladle__node *n, ladle__decoder_window window) {
   d->color = (ladle__color)ladle__arg_choice(n, ARG_OUTPUT_TYPE);
   d->apply_orientation = (int)ladle__arg_int(n, NULL, ARG_ADJUST_ORIENTATION);
   d->gpu_share = ladle__arg_float(n, NULL, ARG_HW_DECODER_LOAD);
+  d->adaptive = ladle__arg_choice(n, ARG_DECODER_BALANCE) == 1 && n->device == LADLE_ON_MIXED;
+  atomic_store(&d->share64, (int)lround(d->gpu_share * 64));
   d->hybrid_threshold = ladle__arg_int(n, NULL, ARG_HYBRID_HUFFMAN_THRESHOLD);
   if (n->in[0].dtype != LADLE_UINT8 || n->in[0].ndim != 1)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "the input must be encoded bytes (uint8, 1-D)");
@@ -248,7 +259,10 @@ static int decoder_counters(const ladle__node *n, const char **names, int64_t *v
   }
   names[LADLE__ROUTE_COUNT] = "retried_on_cpu";
   values[LADLE__ROUTE_COUNT] = d ? atomic_load(&d->retried_on_cpu) : 0;
-  return LADLE__ROUTE_COUNT + 1;
+  if (!d || !d->adaptive) return LADLE__ROUTE_COUNT + 1;
+  names[LADLE__ROUTE_COUNT + 1] = "hw_share_per_mille"; /* decoder_balance="adaptive": the share now */
+  values[LADLE__ROUTE_COUNT + 1] = lround(ladle__decoder_share(d) * 1000);
+  return LADLE__ROUTE_COUNT + 2;
 }
 
 static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {
@@ -320,6 +334,7 @@ const ladle__op_def ladle__op_decoders_image = {
     .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
+    .own_stream = 1, /* the engines' decode of the next batch need not wait for this one's kernels */
 };
 
 const ladle__op_def ladle__op_decoders_image_random_crop = {
@@ -337,6 +352,7 @@ const ladle__op_def ladle__op_decoders_image_random_crop = {
     .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
+    .own_stream = 1, /* the engines' decode of the next batch need not wait for this one's kernels */
     .allow_smaller_output = random_crop_allow_smaller,
 };
 
@@ -355,6 +371,7 @@ const ladle__op_def ladle__op_decoders_image_crop = {
     .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
+    .own_stream = 1, /* the engines' decode of the next batch need not wait for this one's kernels */
 };
 
 const ladle__op_def ladle__op_decoders_image_slice = {
@@ -373,4 +390,5 @@ const ladle__op_def ladle__op_decoders_image_slice = {
     .setup_ahead = 1, /* the headers (and the route to a decoder) of the next iteration while this one decodes */
     .run = decoder_run,
     .run_batch = MIXED_RUN_BATCH,
+    .own_stream = 1, /* the engines' decode of the next batch need not wait for this one's kernels */
 };

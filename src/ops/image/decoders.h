@@ -32,12 +32,19 @@ typedef struct ladle__decoder_state {
   ladle__random_crop_params crop;
   int min_width, min_height; /* 0: decode at full resolution */
   double gpu_share;          /* mixed: hw_decoder_load */
+  int adaptive;              /* mixed: decoder_balance="adaptive" */
+  _Atomic int share64;       /* adaptive: the hardware share in 64ths (run_batch moves it, setup reads it) */
   int64_t hybrid_threshold;  /* mixed: hybrid_huffman_threshold */
   struct ladle__shared_nvjpeg *nvjpeg; /* mixed: the device's decoder, or NULL (then the CPU decodes) */
   struct ladle__hybrid_nvjpeg *hybrid; /* mixed: this node's GPU_HYBRID decoder, or NULL */
   _Atomic int64_t decoded[LADLE__ROUTE_COUNT]; /* images delivered by each route (ladle_op_stats) */
   _Atomic int64_t retried_on_cpu;              /* of the CPU's: sent to nvJPEG, which refused their batch */
 } ladle__decoder_state;
+
+/* The hardware share in use: hw_decoder_load, or the adaptive one. */
+static inline double ladle__decoder_share(const ladle__decoder_state *d) {
+  return d->adaptive ? atomic_load(&d->share64) / 64.0 : d->gpu_share;
+}
 
 /* Per sample (the node's sample_states). */
 typedef struct ladle__decoder_sample {

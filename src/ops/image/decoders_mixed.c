@@ -27,6 +27,7 @@
 #include <string.h>
 
 #include "codec/nvjpeg.h"
+#include "core/clock.h"
 #include "core/threads.h"
 #include "cuda/runtime.h"
 #include "ops/geometry/normalize_kernel.h"
@@ -254,7 +255,7 @@ ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle
   int cropped, ok = 0;
   ladle__nvjpeg_roi roi = roi_of(ss, &cropped);
   ladle_status st = LADLE_OK;
-  if (to_gpu(s->slot, d->gpu_share)) {
+  if (to_gpu(s->slot, ladle__decoder_share(d))) {
     int parser = s->worker % PARSERS;
     pthread_mutex_lock(&sh->parser_locks[parser]);
     st = ladle__nvjpeg_supported(sh->decoder, parser, in.data, size, ss->name, cropped && sh->roi ? &roi : NULL, &ok);
@@ -352,6 +353,17 @@ static ladle_status finish_hybrid(ladle__gpu *g, ladle__job *job, hybrid_job *hj
   return st;
 }
 
+/* decoder_balance="adaptive": one step (1/64) of the hardware share towards
+ * what the batch waited for. A wait under WAITED counts as none: the engines'
+ * event and the workers' join take that long when nothing is behind. */
+#define WAITED 300000 /* ns */
+static void rebalance(ladle__decoder_state *d, int64_t engines_ns, int64_t cpu_ns) {
+  int share = atomic_load(&d->share64);
+  if (engines_ns > WAITED && engines_ns > cpu_ns) share--; /* the engines are behind: the workers take more */
+  else share++; /* the workers are behind, or nobody is: the engines take more, the cores stay free */
+  atomic_store(&d->share64, share < 0 ? 0 : share > 64 ? 64 : share);
+}
+
 /* The per-batch lists, carved out of one block. */
 static void *carve(uint8_t **p, size_t bytes) {
   void *r = *p;
@@ -376,6 +388,7 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   share hw = {0}, hyb = {0}, cpu = {0};
   int locked = 0, cpu_started = 0, hyb_started = 0, hw_retried = 0, hyb_retried = 0;
   int hw_retry_started = 0, hyb_retry_started = 0;
+  int64_t engines_ns = 0, cpu_ns = 0; /* waited for: the engines, the CPU share */
   ladle__job cpu_run, hyb_run, hw_retry_run, hyb_retry_run;
   hybrid_job hj = {.h = hy};
   cpu_job work = {.node = n, .gpu = g, .failed_slot = batch};
@@ -421,6 +434,7 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
     pthread_mutex_lock(&sh->lock);
     locked = 1;
     st = ladle__nvjpeg_decode(sh->decoder, hw.images, hw.count, format, g->stream);
+    engines_ns = ladle__nvjpeg_take_wait_ns(sh->decoder);
     if (st == LADLE_ERROR_CORRUPT_DATA || st == LADLE_ERROR_UNSUPPORTED) {
       /* nvJPEG refused the data: its share decodes on the CPU instead, which
        * gives each image its own verdict (a bad one fails there, naming its
@@ -447,7 +461,9 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   if (hw_retried) LADLE_TRY(start_cpu_share(g, &hw_retry_run, &hw_retry, &hw, &hw_retry_started));
   if (hyb_retried) LADLE_TRY(start_cpu_share(g, &hyb_retry_run, &hyb_retry, &hyb, &hyb_retry_started));
   if (cpu_started) {
+    int64_t t0 = ladle__now_ns();
     ladle__parallel_wait(g->workers, &cpu_run);
+    cpu_ns = ladle__now_ns() - t0;
     cpu_started = 0;
   }
   if (hw_retry_started) {
@@ -489,6 +505,7 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   atomic_fetch_add(&d->decoded[LADLE__ROUTE_CPU],
                    cpu.count + (hw_retried ? hw.count : 0) + (hyb_retried ? hyb.count : 0));
   atomic_fetch_add(&d->retried_on_cpu, (hw_retried ? hw.count : 0) + (hyb_retried ? hyb.count : 0));
+  if (d->adaptive) rebalance(d, engines_ns, cpu_ns);
 done:
   if (locked) pthread_mutex_unlock(&sh->lock);
   /* The workers write into our scratch, and the GPU-Huffman work must come

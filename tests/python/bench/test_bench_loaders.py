@@ -49,6 +49,16 @@ def test_names_with_hybrid_huffman_threshold():
     assert d["hw_decoder_load"] == 0.8 and d["hybrid_huffman_threshold"] == 0
 
 
+def test_names_with_decoder_balance():
+    assert loaders.parse_options("ladle-mixed@bal=adaptive@hw=0.9") == (
+        "ladle-mixed", {"decoder_balance": "adaptive", "hw_decoder_load": 0.9})
+    with pytest.raises(KeyError):
+        loaders.parse_options("ladle-cpu@bal=adaptive")  # only mixed decoders balance
+    with pytest.raises(loaders.Unavailable, match="ladle's argument"):
+        loaders.make_loader("dali-mixed@bal=adaptive", ladle=None, torch=None, torchvision=None, root="/nonexistent",
+                            batch_size=8, threads=2)
+
+
 def test_hybrid_thresholds_expand_the_ladle_mixed_loaders():
     import pipeline_bench
     args = pipeline_bench.parse_args(["--loaders", "ladle-mixed,dali-mixed,ladle-cpu", "--hw-loads", "0.8,0.9",
