@@ -200,6 +200,77 @@ static void test_jitter_gpu(void) {
   free(hin), free(want), free(got);
 }
 
+/* Not a check: prints the kernel time (ms, median of 15 launches, events
+ * on the stream, the parameter upload included) of the common cases on a
+ * batch like op_bench's (256 uint8 RGB images of about 450 x 400, packed),
+ * beside a device copy of the input, for the issue-9 figures. */
+static float launch_ms(const ladle__gpu_color_desc *d, int n, ladle_dtype ot, void *hp, void *dp, size_t pb,
+                       const void *copy_dst, const void *copy_src, size_t copy_bytes) {
+  float t[15];
+  cudaEvent_t a, b;
+  CUDA_OK(cudaEventCreate(&a));
+  CUDA_OK(cudaEventCreate(&b));
+  for (int r = -2; r < 15; r++) {
+    CUDA_OK(cudaEventRecord(a, (cudaStream_t)stream));
+    if (d)
+      CHECK_OK(ladle__gpu_color(d, n, ot, LADLE_UINT8, hp, dp, pb, stream));
+    else
+      CUDA_OK(cudaMemcpyAsync((void *)copy_dst, copy_src, copy_bytes, cudaMemcpyDeviceToDevice, (cudaStream_t)stream));
+    CUDA_OK(cudaEventRecord(b, (cudaStream_t)stream));
+    CUDA_OK(cudaEventSynchronize(b));
+    if (r >= 0) CUDA_OK(cudaEventElapsedTime(&t[r], a, b));
+  }
+  cudaEventDestroy(a), cudaEventDestroy(b);
+  for (int i = 0; i < 15; i++) /* sort */
+    for (int j = i + 1; j < 15; j++)
+      if (t[j] < t[i]) {
+        float x = t[i];
+        t[i] = t[j], t[j] = x;
+      }
+  return t[7];
+}
+
+static void time_color_kernels(void) {
+  enum { N = 256 };
+  ladle__rng_init(&rng, 7, 9, 0, 0);
+  size_t px[N], total = 0;
+  for (int i = 0; i < N; i++) total += px[i] = (size_t)rnd_int(350, 580) * (size_t)rnd_int(300, 510);
+  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
+  size_t pb = ladle__gpu_color_param_bytes(N);
+  CUDA_OK(cudaMalloc(&din, total * 3));
+  CUDA_OK(cudaMalloc(&dout, total * 3 * 4));
+  CUDA_OK(cudaHostAlloc(&hp, pb, cudaHostAllocDefault));
+  CUDA_OK(cudaMalloc(&dp, pb));
+  CUDA_OK(cudaMemset(din, 0x5a, total * 3));
+  static const struct {
+    const char *name;
+    int mode, out_c;
+    ladle_dtype ot;
+  } cases[] = {{"brightness (SCALE) uint8", LADLE__COLOR_SCALE, 3, LADLE_UINT8},
+               {"brightness (SCALE) -> float32", LADLE__COLOR_SCALE, 3, LADLE_FLOAT32},
+               {"hsv (MATRIX 3->3) uint8", LADLE__COLOR_MATRIX, 3, LADLE_UINT8},
+               {"hsv (MATRIX 3->3) -> float16", LADLE__COLOR_MATRIX, 3, LADLE_FLOAT16},
+               {"gray (MATRIX 3->1) uint8", LADLE__COLOR_MATRIX, 1, LADLE_UINT8}};
+  printf("time copy of the input (%.1f MB): %.3f ms\n", total * 3 / 1e6,
+         launch_ms(NULL, 0, LADLE_UINT8, NULL, NULL, 0, dout, din, total * 3));
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    ladle__gpu_color_desc d[N];
+    size_t in_off = 0, out_off = 0;
+    for (int i = 0; i < N; i++) {
+      memset(&d[i], 0, sizeof d[i]);
+      d[i].p.mode = cases[c].mode;
+      d[i].p.in_c = 3, d[i].p.out_c = cases[c].out_c;
+      d[i].p.mul = 1.3f;
+      for (int r = 0; r < 3; r++)
+        for (int k = 0; k < 3; k++) d[i].p.m[r][k] = r == k ? 0.8f : 0.1f;
+      d[i].in = (uint8_t *)din + in_off, d[i].out = (uint8_t *)dout + out_off, d[i].pixels = px[i];
+      in_off += px[i] * 3, out_off += px[i] * (size_t)cases[c].out_c * elem(cases[c].ot);
+    }
+    printf("time colour %s: %.3f ms\n", cases[c].name, launch_ms(d, N, cases[c].ot, hp, dp, pb, NULL, NULL, 0));
+  }
+  cudaFree(din), cudaFree(dout), cudaFree(dp), cudaFreeHost(hp);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -210,6 +281,7 @@ int main(void) {
   RUN(test_color_gpu);
   RUN(test_color_vec_gpu);
   RUN(test_jitter_gpu);
+  RUN(time_color_kernels);
   ladle__cuda_stream_destroy(stream);
   TEST_MAIN_END();
 }
