@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(256) color_vec_kernel(const ladle__gpu_color_d
   const size_t items = SCALE ? sp->pixels * (size_t)p.in_c : sp->pixels;
   const uintptr_t base[2] = {(uintptr_t)sp->in, (uintptr_t)sp->out};
   const int bytes[2] = {(SCALE ? 1 : CI) * ladle__vec_size(TI), (SCALE ? 1 : CO) * ladle__vec_size(TO)};
-  const ladle__vec_plan plan = ladle__vec_split(items, ladle__vec_head(2, base, bytes, GROUP), GROUP);
+  const ladle__vec_plan plan = ladle__vec_split(items, ladle__vec_head(2, base, bytes), GROUP);
   const size_t n = plan.groups + plan.single, stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     if (i < plan.groups) {
@@ -217,7 +217,7 @@ extern "C" ladle_status ladle__gpu_color(const ladle__gpu_color_desc *d, int n, 
         const uintptr_t base[2] = {(uintptr_t)d[i].in, (uintptr_t)d[i].out};
         const int bytes[2] = {(scale ? 1 : p->in_c) * ladle__vec_size(in_type),
                               (scale ? 1 : p->out_c) * ladle__vec_size(out_type)};
-        if (d[i].pixels && ladle__vec_head(2, base, bytes, GROUP) < 0) threads = max_items;
+        if (d[i].pixels && ladle__vec_head(2, base, bytes) < 0) threads = max_items;
       }
       vec<<<dim3(blocks_for(threads), (unsigned)n), 256, 0, s>>>(
           (const ladle__gpu_color_desc *)dev_params);

@@ -56,19 +56,45 @@ static __device__ __forceinline__ void ladle__vec_put(uint32_t *w, int k, uint32
   w[i] = k % per == 0 ? bits : w[i] | (bits << sh);
 }
 
-/* The first item h in [0, group) at which every one of the n arrays (array j
- * at base[j], bytes_per_item[j] bytes an item) is 16-byte aligned, or -1.
- * With group * bytes_per_item[j] a multiple of 16, items h, h + group,
- * h + 2 * group... then start aligned groups in all of them. (Also on the
- * host: a launcher sizes its grid for single items where this is -1.) */
+/* The first item h in [0, 16) at which every one of the n arrays (array j
+ * at base[j], bytes_per_item[j] bytes an item) is 16-byte aligned, or -1
+ * (16 items later they are all aligned again). With group *
+ * bytes_per_item[j] a multiple of 16, items h, h + group, h + 2 * group...
+ * then start aligned groups in all of them. (Also on the host: a launcher
+ * sizes its grid for single items where this is -1.) */
 static __host__ __device__ __forceinline__ int ladle__vec_head(int n, const uintptr_t *base,
-                                                               const int *bytes_per_item, int group) {
-  for (int h = 0; h < group; h++) {
+                                                               const int *bytes_per_item) {
+  for (int h = 0; h < 16; h++) {
     int ok = 1;
     for (int j = 0; j < n; j++) ok &= ((base[j] + (uintptr_t)h * (uintptr_t)bytes_per_item[j]) & 15u) == 0;
     if (ok) return h;
   }
   return -1;
+}
+
+/* Runs of 4 elements of B bytes (4, 8 or 16 bytes, aligned to that) from /
+ * to memory, as B 32-bit words. */
+template <int B>
+static __device__ __forceinline__ void ladle__vec_load_run(uint32_t *w, const void *p) {
+  if (B == 4) {
+    const uint4 v = *(const uint4 *)p;
+    w[0] = v.x, w[1] = v.y, w[2] = v.z, w[3] = v.w;
+  } else if (B == 2) {
+    const uint2 v = *(const uint2 *)p;
+    w[0] = v.x, w[1] = v.y;
+  } else {
+    w[0] = *(const uint32_t *)p;
+  }
+}
+
+template <int B>
+static __device__ __forceinline__ void ladle__vec_store_run(void *p, const uint32_t *w) {
+  if (B == 4)
+    *(uint4 *)p = make_uint4(w[0], w[1], w[2], w[3]);
+  else if (B == 2)
+    *(uint2 *)p = make_uint2(w[0], w[1]);
+  else
+    *(uint32_t *)p = w[0];
 }
 
 /* How a sample of `items` items splits for a thread index i of a grid-stride

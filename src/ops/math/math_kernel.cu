@@ -184,11 +184,13 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
  * leaf: each operand is a constant, the leaf or the previous result. A
  * thread runs the program on VEC elements at once, each step's operation and
  * operand sources decided once for all of them (a warp-uniform branch, no
- * per-element interpretation), on a group that starts on a 16-byte boundary
- * of the leaf and the output (16-byte loads and stores); the elements before
- * the first group and after the last run one at a time. The arithmetic is
- * the flat loop's, element for element. */
-enum { VEC = 16 };
+ * per-element interpretation). A warp takes a tile of TILE elements that
+ * starts on a 16-byte boundary of the leaf and the output, lane l the runs
+ * of 4 elements at 4 * (32 r + l), r = 0..3: every load and store of the
+ * warp covers contiguous memory (4, 8 or 16 bytes a lane). The elements
+ * before the first tile and after the last run one at a time. The
+ * arithmetic is the flat loop's, element for element. */
+enum { VEC = 16, RUNS = VEC / 4, TILE = 32 * VEC };
 
 /* Steps of f on E elements: x the leaf's values, acc the running result. */
 template <int E>
@@ -233,8 +235,8 @@ __device__ __forceinline__ float vec_value(uint32_t bits) {
   return T == LADLE_UINT8 ? (float)bits : T == LADLE_FLOAT16 ? ladle__f16_to_f32((uint16_t)bits) : __uint_as_float(bits);
 }
 
-/* grid (blocks, samples), block 256: the vector loop on 1-D samples whose
- * leaf has stride 1 (others: the general loop). */
+/* grid (blocks, samples), block 256 (whole warps): the vector loop on 1-D
+ * samples whose leaf has stride 1 (others: the general loop). */
 template <int TIN, int TOUT>
 __global__ void __launch_bounds__(256) math_vec_kernel(const math_params *__restrict__ p) {
   const ladle__math_prog &prog = p->p;
@@ -250,22 +252,27 @@ __global__ void __launch_bounds__(256) math_vec_kernel(const math_params *__rest
   const int steps = prog.num_steps;
   const uintptr_t base[2] = {(uintptr_t)sp->in[0], (uintptr_t)sp->out};
   const int bytes[2] = {IB, OB};
-  const ladle__vec_plan plan = ladle__vec_split((size_t)sp->shape[0], ladle__vec_head(2, base, bytes, VEC), VEC);
-  const size_t n = plan.groups + plan.single, stride = (size_t)gridDim.x * blockDim.x;
+  const ladle__vec_plan plan = ladle__vec_split((size_t)sp->shape[0], ladle__vec_head(2, base, bytes), TILE);
+  /* threads [0, 32 * tiles): lane i % 32 of tile i / 32 (the grid's stride
+   * is a multiple of 32, so a warp stays in one tile); then single elements */
+  const size_t tiled = 32 * plan.groups, n = tiled + plan.single, stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    if (i < plan.groups) {
-      const size_t first = plan.head + i * VEC;
+    if (i < tiled) {
+      const size_t first = plan.head + (i / 32) * TILE + 4 * (i % 32);
       uint32_t wi[VEC * IB / 4], wo[VEC * OB / 4];
       float x[VEC], acc[VEC];
-      ladle__vec_load(wi, (const uint8_t *)sp->in[0] + first * IB);
+#pragma unroll
+      for (int r = 0; r < RUNS; r++)
+        ladle__vec_load_run<IB>(wi + r * IB, (const uint8_t *)sp->in[0] + (first + 128 * r) * IB);
 #pragma unroll
       for (int e = 0; e < VEC; e++) x[e] = vec_value<TIN>(ladle__vec_get<IB>(wi, e)), acc[e] = 0.0f;
       vec_steps<VEC>(f, steps, x, acc);
 #pragma unroll
       for (int e = 0; e < VEC; e++) ladle__vec_put<OB>(wo, e, vec_bits<TOUT>(acc[e]));
-      ladle__vec_store((uint8_t *)sp->out + first * OB, wo);
+#pragma unroll
+      for (int r = 0; r < RUNS; r++) ladle__vec_store_run<OB>((uint8_t *)sp->out + (first + 128 * r) * OB, wo + r * OB);
     } else {
-      const size_t e = ladle__vec_single(plan, i - plan.groups, VEC);
+      const size_t e = ladle__vec_single(plan, i - tiled, TILE);
       const float x[1] = {ladle__math_load_f32(sp->in[0], (int64_t)e, TIN)};
       float acc[1] = {0.0f};
       vec_steps<1>(f, steps, x, acc);
@@ -338,12 +345,12 @@ extern "C" ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const la
       if (leaf == LADLE_FLOAT32 && out == LADLE_FLOAT16) vec = math_vec_kernel<LADLE_FLOAT32, LADLE_FLOAT16>;
       if (leaf == LADLE_FLOAT16 && out == LADLE_FLOAT16) vec = math_vec_kernel<LADLE_FLOAT16, LADLE_FLOAT16>;
       if (leaf == LADLE_FLOAT16 && out == LADLE_FLOAT32) vec = math_vec_kernel<LADLE_FLOAT16, LADLE_FLOAT32>;
-      if (vec) { /* + the single elements; a thread each where a sample has no aligned group */
-        kernel = vec, per_thread = VEC, largest += 2 * VEC;
+      if (vec) { /* + the single elements; a thread each where a sample has no aligned tile */
+        kernel = vec, per_thread = VEC, largest += (int64_t)VEC * (TILE + 16);
         const int bytes[2] = {ladle__vec_size(leaf), ladle__vec_size(out)};
         for (int i = 0; i < n; i++) {
           const uintptr_t base[2] = {(uintptr_t)d[i].in[0], (uintptr_t)d[i].out};
-          if (ladle__math_count(&d[i]) > 1 && ladle__vec_head(2, base, bytes, VEC) < 0) per_thread = 1;
+          if (ladle__math_count(&d[i]) > 1 && ladle__vec_head(2, base, bytes) < 0) per_thread = 1;
         }
       }
     }
