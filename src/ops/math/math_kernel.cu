@@ -1,8 +1,11 @@
 /* The CUDA side of the element-wise kernel (math_kernel.h): grid-stride
  * loops over each sample's output, the same per-element functions as the
- * CPU (math_scalar.h). Two kernels: the general one (any program, strides
- * of any dimensions), and the flat one for the commonest programs (float32
- * arithmetic on uint8, float32 or float16 leaves) on contiguous samples. */
+ * CPU (math_scalar.h). Three kernels: the general one (any program, strides
+ * of any dimensions), the flat one for the commonest programs (float32
+ * arithmetic on uint8, float32 or float16 leaves) on contiguous samples, and
+ * the vector one for those of them that read one leaf (x * 0.5 + 1), with
+ * 16-byte loads and stores and the program decided per step, not per
+ * element. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
