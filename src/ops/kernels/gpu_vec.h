@@ -97,6 +97,32 @@ static __device__ __forceinline__ void ladle__vec_store_run(void *p, const uint3
     *(uint32_t *)p = w[0];
 }
 
+/* Warp tiles of element-wise loops: a warp takes LADLE__VEC_TILE elements
+ * (from a 16-byte boundary of every array), lane l the 4 runs of 4 elements
+ * at 4 * (32 r + l), r = 0..3, so that every load and store of the warp
+ * covers contiguous memory. The lane's 16 elements of B bytes, from the
+ * address `p` of its first one, as 4 * B words (element k of them: run k / 4). */
+enum { LADLE__VEC_TILE = 32 * 16 };
+
+template <int B>
+static __device__ __forceinline__ void ladle__vec_load_lane(uint32_t (&w)[4 * B], const uint8_t *p) {
+#pragma unroll
+  for (int r = 0; r < 4; r++) ladle__vec_load_run<B>(w + r * B, p + 128 * r * B);
+}
+
+template <int B>
+static __device__ __forceinline__ void ladle__vec_store_lane(uint8_t *p, const uint32_t (&w)[4 * B]) {
+#pragma unroll
+  for (int r = 0; r < 4; r++) ladle__vec_store_run<B>(p + 128 * r * B, w + r * B);
+}
+
+/* The first of the lane's elements for thread index i < 32 * tiles of a
+ * grid-stride loop (whose stride, a multiple of 32, keeps each warp in one
+ * tile): head + tile i / 32, lane i % 32. */
+static __device__ __forceinline__ size_t ladle__vec_lane_first(size_t head, size_t i) {
+  return head + (i / 32) * LADLE__VEC_TILE + 4 * (i % 32);
+}
+
 /* How a sample of `items` items splits for a thread index i of a grid-stride
  * loop over [0, ladle__vec_work(...)): i < groups: the aligned group i
  * (items head + group * i ...); else one single item. */

@@ -193,7 +193,7 @@ __global__ void __launch_bounds__(256) math_flat_kernel(const math_params *__res
  * warp covers contiguous memory (4, 8 or 16 bytes a lane). The elements
  * before the first tile and after the last run one at a time. The
  * arithmetic is the flat loop's, element for element. */
-enum { VEC = 16, RUNS = VEC / 4, TILE = 32 * VEC };
+enum { VEC = 16, TILE = LADLE__VEC_TILE };
 
 /* Steps of f on E elements: x the leaf's values, acc the running result. */
 template <int E>
@@ -256,24 +256,20 @@ __global__ void __launch_bounds__(256) math_vec_kernel(const math_params *__rest
   const uintptr_t base[2] = {(uintptr_t)sp->in[0], (uintptr_t)sp->out};
   const int bytes[2] = {IB, OB};
   const ladle__vec_plan plan = ladle__vec_split((size_t)sp->shape[0], ladle__vec_head(2, base, bytes), TILE);
-  /* threads [0, 32 * tiles): lane i % 32 of tile i / 32 (the grid's stride
-   * is a multiple of 32, so a warp stays in one tile); then single elements */
+  /* threads [0, 32 * tiles): the lanes of the tiles; then single elements */
   const size_t tiled = 32 * plan.groups, n = tiled + plan.single, stride = (size_t)gridDim.x * blockDim.x;
   for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     if (i < tiled) {
-      const size_t first = plan.head + (i / 32) * TILE + 4 * (i % 32);
-      uint32_t wi[VEC * IB / 4], wo[VEC * OB / 4];
+      const size_t first = ladle__vec_lane_first(plan.head, i);
+      uint32_t wi[4 * IB], wo[4 * OB];
       float x[VEC], acc[VEC];
-#pragma unroll
-      for (int r = 0; r < RUNS; r++)
-        ladle__vec_load_run<IB>(wi + r * IB, (const uint8_t *)sp->in[0] + (first + 128 * r) * IB);
+      ladle__vec_load_lane<IB>(wi, (const uint8_t *)sp->in[0] + first * IB);
 #pragma unroll
       for (int e = 0; e < VEC; e++) x[e] = vec_value<TIN>(ladle__vec_get<IB>(wi, e)), acc[e] = 0.0f;
       vec_steps<VEC>(f, steps, x, acc);
 #pragma unroll
       for (int e = 0; e < VEC; e++) ladle__vec_put<OB>(wo, e, vec_bits<TOUT>(acc[e]));
-#pragma unroll
-      for (int r = 0; r < RUNS; r++) ladle__vec_store_run<OB>((uint8_t *)sp->out + (first + 128 * r) * OB, wo + r * OB);
+      ladle__vec_store_lane<OB>((uint8_t *)sp->out + first * OB, wo);
     } else {
       const size_t e = ladle__vec_single(plan, i - tiled, TILE);
       const float x[1] = {ladle__math_load_f32(sp->in[0], (int64_t)e, TIN)};
