@@ -33,14 +33,17 @@ static inline LADLE_HD float ladle__color_scale(const ladle__color_params *p, fl
   return LADLE__CADD(LADLE__CMUL(x, p->mul), p->add);
 }
 
-/* Round half away from zero, saturate, NaN -> 0 (DALI's ConvertSat). For
- * 0 < v < 255, v - trunc(v) is exact, so this is roundf(v) without the libm
- * call roundf is on the host (it showed in profiles of the colour operators). */
+/* Round half away from zero, saturate, NaN -> 0 (DALI's ConvertSat): v is
+ * clamped to [0, 255] first (NaN fails v > 0 and becomes 0); for
+ * 0 <= c <= 255, c - trunc(c) is exact, so this is roundf(c) without the
+ * libm call roundf is on the host (it showed in profiles of the colour
+ * operators). Selects, no branches: the GPU's vector loop runs it on 16
+ * values in a row, whose branches would diverge. */
 static inline LADLE_HD uint8_t ladle__color_to_u8(float v) {
-  if (!(v > 0.0f)) return 0;
-  if (v >= 255.0f) return 255;
-  int i = (int)v;
-  return (uint8_t)(i + (v - (float)i >= 0.5f));
+  float c = v > 0.0f ? v : 0.0f;
+  c = c < 255.0f ? c : 255.0f;
+  int i = (int)c;
+  return (uint8_t)(i + (c - (float)i >= 0.5f));
 }
 
 static inline LADLE_HD int32_t ladle__color_to_i32(float v) {

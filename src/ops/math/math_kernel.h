@@ -98,7 +98,8 @@ static inline LADLE_HD int ladle__math_is_flat(const ladle__math_sample *s, int 
  * leaves then all have the type *leaf_dtype: every step computes in float32
  * and reads constants, leaves (at most LADLE_MATH_FLAT_LEAVES, each read
  * somewhere, all of one type) or the previous step's result; every step but the last stores float32 or
- * float16. Else 0 (the general kernel runs it). */
+ * float16. Else 0 (the general kernel runs it). Such a program of one leaf,
+ * with a float32 or float16 output, runs the vector loop instead. */
 #define LADLE_MATH_FLAT_LEAVES 4
 int ladle__math_prog_is_linear_f32(const ladle__math_prog *p, int *leaf_dtype);
 

@@ -369,12 +369,168 @@ static void test_flat_kernel(void) {
   flat_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_UINT8, LADLE_MATH_MUL, 17);     /* likewise */
 }
 
+/* The vector loop (math_kernel.cu: programs of one leaf on 1-D samples of
+ * stride 1) against the CPU program, bit for bit (NaNs of either sign
+ * equal), per (leaf, output) type pair: the program leaf * 0.5 (stored as
+ * mid_type), then `op2` of the previous result and the leaf (SUB: the leaf
+ * minus it), then 1 + the previous result (the constant first). One launch
+ * of samples of 0, 1, 15, 16, 17, 33, 1000003 and random numbers of
+ * elements, packed one after the other (most start off a 16-byte boundary,
+ * leaf and output at different offsets, both shifted by a random number of
+ * elements), plus a 0-d sample, a broadcast leaf and a strided leaf (the
+ * general loop inside the vector kernel). */
+static void vec_case(int leaf_type, int mid_type, int out_type, int op2, int seed) {
+  enum { S = 11 };
+  const int64_t fixed[8] = {0, 1, 15, 16, 17, 33, 1000003, 0};
+  ladle__rng_init(&rng, 99, (uint64_t)seed, 0, 0);
+  ladle__math_prog p = {.num_steps = 3, .num_leaves = 1};
+  float c05 = 0.5f, c1 = 1.0f;
+  p.step[0].e = (ladle__math_expr){.op = LADLE_MATH_MUL, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {leaf_type, LADLE_FLOAT32}, .out_dtype = mid_type,
+                                   .is_constant = {0, 1}};
+  memcpy(&p.step[0].e.constant[1], &c05, 4);
+  const int unary = op2 == LADLE_MATH_SQRT, sub = op2 == LADLE_MATH_SUB;
+  p.step[1].e = (ladle__math_expr){.op = op2, .cls = LADLE_MATH_F32, .arity = unary ? 1 : 2,
+                                   .in_dtype = {sub ? leaf_type : mid_type, sub ? mid_type : leaf_type},
+                                   .out_dtype = mid_type};
+  p.step[1].ref[0] = sub ? 0 : -1;
+  p.step[1].ref[1] = sub ? -1 : 0;
+  p.step[2].e = (ladle__math_expr){.op = LADLE_MATH_ADD, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {LADLE_FLOAT32, mid_type}, .out_dtype = out_type,
+                                   .is_constant = {1, 0}};
+  memcpy(&p.step[2].e.constant[0], &c1, 4);
+  p.step[2].ref[1] = -2;
+  int leaf = -1;
+  CHECK(ladle__math_prog_is_linear_f32(&p, &leaf) == 1 && leaf == leaf_type);
+  const size_t ls = ladle_dtype_size((ladle_dtype)leaf_type), os = ladle_dtype_size((ladle_dtype)out_type);
+  int64_t count[S], at_in[S], at_out[S], in_total = (int64_t)rnd_int(0, 15), out_total = (int64_t)rnd_int(0, 15);
+  for (int i = 0; i < S; i++) {
+    count[i] = i < 7 ? fixed[i] : i == 7 ? 1 : rnd_int(1, 5000);
+    const int64_t reads = i == 9 ? 1 : i == 10 ? 2 * count[i] : count[i]; /* 9: broadcast, 10: stride 2 */
+    at_in[i] = in_total, at_out[i] = out_total;
+    in_total += reads, out_total += count[i];
+  }
+  void *hin = malloc((size_t)in_total * ls), *cpu_out = calloc((size_t)out_total, os),
+       *gpu_out = malloc((size_t)out_total * os), *din = NULL, *dout = NULL;
+  fill(hin, leaf_type, in_total, 0);
+  CHECK(cudaMalloc(&din, (size_t)in_total * ls) == cudaSuccess);
+  CHECK(cudaMalloc(&dout, (size_t)out_total * os) == cudaSuccess);
+  CHECK(cudaMemcpy(din, hin, (size_t)in_total * ls, cudaMemcpyHostToDevice) == cudaSuccess);
+  CHECK(cudaMemset(dout, 0, (size_t)out_total * os) == cudaSuccess);
+  ladle__math_sample cpu[S], gpu[S];
+  for (int i = 0; i < S; i++) {
+    memset(&cpu[i], 0, sizeof cpu[i]);
+    cpu[i].ndim = i == 7 ? 0 : 1;
+    cpu[i].shape[0] = count[i];
+    cpu[i].strides[0][0] = i == 7 || i == 9 ? 0 : i == 10 ? 2 : 1;
+    cpu[i].in[0] = (char *)hin + at_in[i] * ls;
+    cpu[i].out = (char *)cpu_out + at_out[i] * os;
+    gpu[i] = cpu[i];
+    gpu[i].in[0] = (char *)din + at_in[i] * ls;
+    gpu[i].out = (char *)dout + at_out[i] * os;
+    CHECK(ladle__math_run_prog(&p, &cpu[i]) == 0);
+  }
+  size_t bytes = ladle__gpu_math_param_bytes(S);
+  void *hp = NULL, *dp = NULL;
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK_OK(ladle__gpu_math_prog(&p, gpu, S, hp, dp, bytes, NULL));
+  CHECK(cudaDeviceSynchronize() == cudaSuccess);
+  CHECK(cudaMemcpy(gpu_out, dout, (size_t)out_total * os, cudaMemcpyDeviceToHost) == cudaSuccess);
+  for (int i = 0; i < S; i++) {
+    int64_t bad = 0;
+    for (int64_t j = at_out[i]; j < at_out[i] + count[i]; j++) {
+      if (!memcmp((char *)cpu_out + j * os, (char *)gpu_out + j * os, os)) continue;
+      float a = ladle__math_load_f32(cpu_out, j, out_type), b = ladle__math_load_f32(gpu_out, j, out_type);
+      bad += !(a != a && b != b);
+    }
+    if (bad)
+      fprintf(stderr, "vector %d->%d (op %d) sample %d: %lld of %lld differ\n", leaf_type, out_type, op2, i,
+              (long long)bad, (long long)count[i]);
+    CHECK(bad == 0);
+  }
+  free(hin), free(cpu_out), free(gpu_out);
+  cudaFree(din), cudaFree(dout), cudaFreeHost(hp), cudaFree(dp);
+}
+
+static void test_vec_kernel(void) {
+  vec_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_MUL, 20); /* x * 0.5 * x + 1 */
+  vec_case(LADLE_UINT8, LADLE_FLOAT16, LADLE_FLOAT32, LADLE_MATH_SUB, 21); /* float16 intermediates */
+  vec_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_FLOAT16, LADLE_MATH_DIV, 22);
+  vec_case(LADLE_FLOAT32, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_SQRT, 23);
+  vec_case(LADLE_FLOAT32, LADLE_FLOAT32, LADLE_FLOAT16, LADLE_MATH_ADD, 24);
+  vec_case(LADLE_FLOAT16, LADLE_FLOAT16, LADLE_FLOAT16, LADLE_MATH_MAX, 25);
+  vec_case(LADLE_FLOAT16, LADLE_FLOAT32, LADLE_FLOAT32, LADLE_MATH_SUB, 26);
+  vec_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_UINT8, LADLE_MATH_MUL, 27); /* no vector instance: the flat loop */
+}
+
+/* Not a check: prints the kernel time (ms, median of 15 launches, events on
+ * the stream, the parameter upload included) of x * 0.5 + 1, uint8 in and
+ * float32 out, on a batch like op_bench's (256 packed uint8 RGB images of
+ * about 450 x 400), beside a device copy of the output's bytes. */
+static void time_affine(void) {
+  enum { N = 256 };
+  ladle__rng_init(&rng, 7, 9, 0, 0);
+  int64_t count[N], total = 0;
+  for (int i = 0; i < N; i++) total += count[i] = (int64_t)rnd_int(350, 580) * rnd_int(300, 510) * 3;
+  ladle__math_prog p = {.num_steps = 2, .num_leaves = 1};
+  float c05 = 0.5f, c1 = 1.0f;
+  p.step[0].e = (ladle__math_expr){.op = LADLE_MATH_MUL, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {LADLE_UINT8, LADLE_FLOAT32}, .out_dtype = LADLE_FLOAT32,
+                                   .is_constant = {0, 1}};
+  memcpy(&p.step[0].e.constant[1], &c05, 4);
+  p.step[1].e = (ladle__math_expr){.op = LADLE_MATH_ADD, .cls = LADLE_MATH_F32, .arity = 2,
+                                   .in_dtype = {LADLE_FLOAT32, LADLE_FLOAT32}, .out_dtype = LADLE_FLOAT32,
+                                   .is_constant = {0, 1}};
+  memcpy(&p.step[1].e.constant[1], &c1, 4);
+  p.step[1].ref[0] = -1;
+  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
+  size_t bytes = ladle__gpu_math_param_bytes(N);
+  CHECK(cudaMalloc(&din, (size_t)total) == cudaSuccess && cudaMalloc(&dout, (size_t)total * 4) == cudaSuccess);
+  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  CHECK(cudaMemset(din, 7, (size_t)total) == cudaSuccess);
+  static ladle__math_sample s[N];
+  int64_t off = 0;
+  for (int i = 0; i < N; i++) {
+    memset(&s[i], 0, sizeof s[i]);
+    s[i].ndim = 1, s[i].shape[0] = count[i], s[i].strides[0][0] = 1;
+    s[i].in[0] = (uint8_t *)din + off, s[i].out = (float *)dout + off;
+    off += count[i];
+  }
+  cudaEvent_t a, b;
+  float t[2][15];
+  CHECK(cudaEventCreate(&a) == cudaSuccess && cudaEventCreate(&b) == cudaSuccess);
+  for (int k = 0; k < 2; k++)
+    for (int r = -2; r < 15; r++) {
+      CHECK(cudaEventRecord(a, NULL) == cudaSuccess);
+      if (k == 0)
+        CHECK_OK(ladle__gpu_math_prog(&p, s, N, hp, dp, bytes, NULL));
+      else
+        CHECK(cudaMemcpyAsync((char *)dout + total * 2, dout, (size_t)total * 2, cudaMemcpyDeviceToDevice, NULL) ==
+              cudaSuccess);
+      CHECK(cudaEventRecord(b, NULL) == cudaSuccess && cudaEventSynchronize(b) == cudaSuccess);
+      if (r >= 0) CHECK(cudaEventElapsedTime(&t[k][r], a, b) == cudaSuccess);
+    }
+  for (int k = 0; k < 2; k++)
+    for (int i = 0; i < 15; i++)
+      for (int j = i + 1; j < 15; j++)
+        if (t[k][j] < t[k][i]) {
+          float x = t[k][i];
+          t[k][i] = t[k][j], t[k][j] = x;
+        }
+  printf("time x * 0.5 + 1 uint8 -> float32 (%.1f MB in, %.1f MB out): %.3f ms; device copy of %.1f MB: %.3f ms\n",
+         total / 1e6, total * 4 / 1e6, t[0][7], total * 2 / 1e6, t[1][7]);
+  cudaEventDestroy(a), cudaEventDestroy(b);
+  cudaFree(din), cudaFree(dout), cudaFreeHost(hp), cudaFree(dp);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) return 77;
   RUN(test_every_op_and_type);
   RUN(test_strided_copy);
   RUN(test_chains);
   RUN(test_flat_kernel);
+  RUN(test_vec_kernel);
+  RUN(time_affine);
   TEST_MAIN_END();
 }
 

@@ -389,7 +389,9 @@ def test_schema_flags():
 @pytest.mark.gpu
 @pytest.mark.parametrize("src", ["u8", "f32"])
 def test_gpu_matches_cpu(src):
+    # odd sizes (1-pixel images too), packed in one batch: most samples start off a 16-byte boundary
     images = u8_images(30) if src == "u8" else f32_images(30)
+    images[1] = images[1][:1, :1]
     rng = np.random.default_rng(31)
     feeds = {k: rng.uniform(lo, hi, 4) for k, lo, hi in (("h", -180, 180), ("s", 0, 2), ("b", 0.5, 1.5),
                                                            ("c", 0, 2))}
@@ -401,10 +403,18 @@ def test_gpu_matches_cpu(src):
                     fn.brightness(y, device=dev, brightness=b, dtype=types.FLOAT16),
                     fn.hsv(y, device=dev, hue=h, saturation=s, dtype=types.FLOAT),
                     fn.color_twist(y, device=dev, hue=h, saturation=s, brightness=b, contrast=c),
-                    fn.saturation(y, device=dev, saturation=s, dtype=types.INT32)]
+                    fn.saturation(y, device=dev, saturation=s, dtype=types.INT32),
+                    # the GPU's vector kernel: every (in, out) type pair it specialises, both modes
+                    fn.brightness(y, device=dev, brightness=b, brightness_shift=-0.1, dtype=types.FLOAT),
+                    fn.contrast(y, device=dev, contrast=c),
+                    fn.hsv(y, device=dev, hue=h, saturation=s, value=b),
+                    fn.hsv(y, device=dev, hue=h, saturation=s, dtype=types.FLOAT16)]
             if src == "u8":
+                gray = fn.color_space_conversion(y, device=dev, image_type="RGB", output_type="GRAY")
                 outs += [fn.color_space_conversion(y, device=dev, image_type="RGB", output_type="YCbCr"),
                          fn.color_space_conversion(y, device=dev, image_type="BGR", output_type="GRAY"),
+                         gray, fn.color_space_conversion(gray, device=dev, image_type="GRAY", output_type="YCbCr"),
+                         fn.brightness_contrast(gray, device=dev, brightness=b, contrast=c, dtype=types.FLOAT16),
                          fn.jitter(y, device=dev, nDegree=5, fill_value=9)]
             return tuple(outs)
         return g

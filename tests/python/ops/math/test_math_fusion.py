@@ -278,21 +278,24 @@ def test_gpu_integer_division_by_zero_gives_zero():
         pipe.close()
 
 
-FLAT_CASES = {  # (source type, expression): the CUDA kernel's flat loop for contiguous samples
+FLAT_CASES = {  # (source type, expression): the CUDA kernel's vector loop (one leaf) and flat loop
     "uint8_affine": (np.uint8, lambda x: x * 0.5 + 1),            # uint8 -> float32 (the benchmark)
     "float32_affine": (f32, lambda x: (x - 0.25) * 3 / 7),        # float32 -> float32
     "float16_int_constants": (f16, lambda x: (x * 3 + 1) * x),    # float16 -> float16, float16 steps
-    "float16_to_float32": (f16, lambda x: x * 0.5 + 1),          # no flat instance: the general loop
+    "float16_to_float32": (f16, lambda x: x * 0.5 + 1),          # float16 -> float32
+    "uint8_constant_first": (np.uint8, lambda x: 1 - (2 - x * 0.25) / 3),  # constants on the left
+    "uint8_two_leaves": (np.uint8, lambda x: x * 0.5 + x[:, :, 0:1]),      # two leaves: the flat loop
 }
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", sorted(FLAT_CASES))
 def test_gpu_flat_path_matches_cpu(name):
-    """HWC samples of odd sizes, one larger than one grid-stride pass (4096 blocks x 2048 elements)."""
+    """HWC samples of odd sizes packed in one batch (most start off a 16-byte boundary), one larger than
+    one grid-stride pass (4096 blocks x 2048 elements)."""
     dtype, expr = FLAT_CASES[name]
     rng = np.random.default_rng(5)
-    shapes = [(1, 1, 3), (225, 223, 3), (1500, 2001, 3)]
+    shapes = [(1, 1, 3), (225, 223, 3), (7, 13, 3), (1, 5, 1), (1500, 2001, 3), (3, 3, 3)]
     data = [(rng.integers(0, 256, s) if dtype == np.uint8 else rng.uniform(-4, 4, s)).astype(dtype) for s in shapes]
     outs = {}
     for dev in ("cpu", "gpu"):
