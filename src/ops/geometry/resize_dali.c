@@ -150,7 +150,6 @@ static int reserve(void **p, size_t *cap, size_t bytes) {
   LADLE_CHECK(reserve((void **)&(ptr), &(cap), (bytes)), LADLE_ERROR_OUT_OF_MEMORY, \
               "cannot allocate %zu bytes of filter tables", (size_t)(bytes))
 
-
 /*
  * DALI's geometry of one axis: origin and scale in input pixels (relative to
  * `base`, the first input pixel of the pass's input), indices clamped to
