@@ -214,7 +214,7 @@ static void test_resize(void) {
         ladle__resize_f32(s[i].ref, s[i].in, s[i].in_h, (int)s[i].stride, s[i].c, &s[i].ax, &s[i].ay, scratch);
       free(scratch);
       d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, s[i].in_h, s[i].in_w, s[i].stride, s[i].c, &s[i].ax,
-                                      &s[i].ay};
+                                      &s[i].ay, NULL};
     }
     params p = params_alloc(ladle__gpu_resize_param_bytes(d, n));
     CHECK_OK(ladle__gpu_resize(d, n, type, p.host, p.dev, p.bytes, stream));
@@ -305,7 +305,7 @@ static void test_fused(void) {
       free(r);
       s[i].dout = dev_alloc(s[i].out_bytes);
       CUDA_OK(cudaMemset(s[i].dout, 0xA5, s[i].out_bytes)); /* no byte may be left unwritten */
-      d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, s[i].in_h, s[i].in_w, s[i].stride, c, &s[i].ax, &s[i].ay};
+      d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, s[i].in_h, s[i].in_w, s[i].stride, c, &s[i].ax, &s[i].ay, NULL};
     }
     params p = params_alloc(ladle__gpu_resize_param_bytes(d, n));
     CHECK_OK(ladle__gpu_fused(d, cmn, n, p.host, p.dev, p.bytes, stream));
@@ -452,7 +452,7 @@ static void test_bad_arguments(void) {
   params p = params_alloc(1 << 16);
   void *buf = dev_alloc(1000);
   /* Tables planned for another width. */
-  ladle__gpu_resize_desc d = {buf, buf, 10, 11, 33, 3, &ax, &ay};
+  ladle__gpu_resize_desc d = {buf, buf, 10, 11, 33, 3, &ax, &ay, NULL};
   CHECK(ladle__gpu_resize(&d, 1, LADLE_UINT8, p.host, p.dev, p.bytes, stream) == LADLE_ERROR_INVALID_ARGUMENT);
   CHECK(strstr(ladle_last_error(), "sample 0") != NULL);
   CHECK(strstr(ladle_last_error(), "ladle__") == NULL); /* internal names stay out of messages */
@@ -535,7 +535,7 @@ static int latch_child(void) {
   cudaMalloc(&out, 32 * 32 * 3);
   cudaHostAlloc(&hp, 1 << 16, cudaHostAllocDefault);
   cudaMalloc(&dp, 1 << 16);
-  ladle__gpu_resize_desc d = {(const void *)(uintptr_t)0x1000, out, 64, 64, 192, 3, &ax, &ay}; /* bad input */
+  ladle__gpu_resize_desc d = {(const void *)(uintptr_t)0x1000, out, 64, 64, 192, 3, &ax, &ay, NULL}; /* bad input */
   if (ladle__gpu_resize(&d, 1, LADLE_UINT8, hp, dp, 1 << 16, s) != LADLE_OK) fails++;
   /* The fault may already be reported by the record, or only by the wait. */
   ladle_status st = ladle__cuda_event_record(ev, s);

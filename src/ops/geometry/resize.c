@@ -107,7 +107,8 @@ typedef struct resize_state {
 typedef struct sample_state {
   double src_x, src_y, src_w, src_h; /* the source window; src_w/src_h < 0: flipped (dali only) */
   int out_w, out_h;
-  ladle__resize_axis ax, ay; /* kept from iteration to iteration; GPU: planned in setup */
+  ladle__resize_axis ax, ay; /* kept from iteration to iteration; GPU, resampling="pil": planned in setup */
+  ladle__resize_dali_geom geom; /* GPU, resampling="dali": the geometry (the GPU builds the tables) */
 } sample_state;
 
 /* The filters' order in FILTERS is ladle__interp's. */
@@ -210,11 +211,17 @@ static int resize_fixed_size(const ladle__node *n, int *width, int *height) {
   return 1;
 }
 
+/* The source window as DALI's planner takes it. */
+static void dali_window(const sample_state *ss, float lo[2], float hi[2]) {
+  lo[0] = (float)ss->src_x, lo[1] = (float)ss->src_y;
+  hi[0] = (float)(ss->src_x + ss->src_w), hi[1] = (float)(ss->src_y + ss->src_h);
+}
+
 /* The filter tables of one sample. */
 static ladle_status plan_axes(const resize_state *r, sample_state *ss, int in_w, int in_h) {
   if (!r->pil) {
-    const float lo[2] = {(float)ss->src_x, (float)ss->src_y};
-    const float hi[2] = {(float)(ss->src_x + ss->src_w), (float)(ss->src_y + ss->src_h)};
+    float lo[2], hi[2];
+    dali_window(ss, lo, hi);
     return ladle__resize_plan_dali(&ss->ax, &ss->ay, in_w, in_h, lo, hi, ss->out_w, ss->out_h, r->min_filter,
                                    r->mag_filter, r->antialias);
   }
@@ -271,6 +278,12 @@ static ladle_status resize_setup(ladle__node *n, ladle__sample *s) {
   int64_t shape[3] = {ss->out_h, ss->out_w, in.shape[2]};
   ladle__set_shape(n, s, 0, shape);
   if (n->device == LADLE_ON_CPU) return LADLE_OK;
+  if (!r->pil) { /* the GPU builds the tables from the geometry */
+    float lo[2], hi[2];
+    dali_window(ss, lo, hi);
+    return ladle__resize_geom_dali(&ss->geom, in_w, in_h, lo, hi, ss->out_w, ss->out_h, r->min_filter,
+                                   r->mag_filter, r->antialias);
+  }
   return plan_axes(r, ss, in_w, in_h);
 }
 
@@ -301,11 +314,13 @@ static sample_state *state_of(const ladle__node *n, int i) {
 /* The GPU descriptors of the node's samples (tables planned in its setup),
  * writing to `out`'s samples. */
 static void resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle__gpu_resize_desc *d) {
+  const int pil = ((const resize_state *)r->state)->pil;
   for (int i = 0; i < r->config->batch_size; i++) {
     sample_state *ss = state_of(r, i);
     const int64_t *shape = ladle_batch_shape(r->in_batches[0], i);
     d[i] = (ladle__gpu_resize_desc){ladle_batch_data(r->in_batches[0], i), ladle_batch_data(out, i), (int)shape[0],
-                                    (int)shape[1], shape[1] * shape[2], (int)shape[2], &ss->ax, &ss->ay};
+                                    (int)shape[1], shape[1] * shape[2], (int)shape[2], pil ? &ss->ax : NULL,
+                                    pil ? &ss->ay : NULL, pil ? NULL : &ss->geom};
   }
 }
 

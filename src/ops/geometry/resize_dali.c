@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "core/error.h"
+#include "ops/geometry/resize_dali_filter.h"
 #include "ops/geometry/resize_kernel.h"
 
 #ifndef M_PI
@@ -85,16 +86,23 @@ static tab_filter stretched(const float *coeffs, int num, float width) {
 
 static int support_of(const tab_filter *f) { return f->coeffs ? (int)ceilf((f->num - 1) / f->scale) : 1; }
 
-/* The shape at x (table steps), linearly interpolated; 0 outside (-1, num). */
-static inline float tab_at(const tab_filter *f, float x) {
-  if (!(x > -1) || !(x < f->num)) return 0.0f;
-  if (x >= 0.0f) { /* floor is the truncation; coeffs[num] is the 0 past the end */
-    int x0 = (int)x;
-    float d = x - x0, f0 = f->coeffs[x0];
-    return f0 + d * (f->coeffs[x0 + 1] - f0);
+static int table_of(const tab_filter *f) {
+  return f->coeffs == tri_table       ? LADLE__RESIZE_TABLE_TRI
+         : f->coeffs == gauss_table   ? LADLE__RESIZE_TABLE_GAUSS
+         : f->coeffs == lanczos_table ? LADLE__RESIZE_TABLE_LANCZOS
+         : f->coeffs == cubic_table   ? LADLE__RESIZE_TABLE_CUBIC
+                                      : LADLE__RESIZE_TABLE_NN;
+}
+
+const float *ladle__resize_dali_table(int table, int *num) {
+  pthread_once(&tables_once, init_tables);
+  switch (table) {
+    case LADLE__RESIZE_TABLE_TRI: *num = TRI_N; return tri_table;
+    case LADLE__RESIZE_TABLE_GAUSS: *num = GAUSS_N; return gauss_table;
+    case LADLE__RESIZE_TABLE_LANCZOS: *num = LANCZOS_N; return lanczos_table;
+    case LADLE__RESIZE_TABLE_CUBIC: *num = CUBIC_N; return cubic_table;
+    default: *num = 0; return NULL;
   }
-  float d = x + 1.0f; /* x0 = -1: the point before the table is 0 (x - x0 is x + 1, one rounding as before) */
-  return 0.0f + d * (f->coeffs[0] - 0.0f);
 }
 
 /* DALI's filter for `interp` resampling in_extent input pixels onto out_size. */
@@ -143,74 +151,66 @@ static int reserve(void **p, size_t *cap, size_t bytes) {
               "cannot allocate %zu bytes of filter tables", (size_t)(bytes))
 
 /*
- * DALI's coefficients for one axis: origin and scale in input pixels
- * (relative to `base`, the first input pixel of the pass's input), indices
- * clamped to [clo, chi] (absolute) and the taps of a repeated edge pixel
- * summed into one. nn_step: nearest neighbour coordinates accumulated
+ * DALI's geometry of one axis: origin and scale in input pixels (relative to
+ * `base`, the first input pixel of the pass's input), indices clamped to
+ * [clo, chi] (absolute). nn_step: nearest neighbour coordinates accumulated
  * (origin + scale/2, then + scale per pixel: DALI's vertical NN) rather than
  * origin + (i + 1/2) * scale.
  */
-static ladle_status plan_axis(ladle__resize_axis *axis, int in_size, int base, float origin, float scale,
+static ladle_status axis_geom(ladle__resize_dali_axis *a, int in_size, int base, float origin, float scale,
                               int out_size, const tab_filter *f, int clo, int chi, int nn_step) {
   ladle_status st = LADLE_OK;
+  *a = (ladle__resize_dali_axis){in_size, out_size, table_of(f), support_of(f), base, clo, chi, nn_step,
+                                 origin, scale, 0.0f, f->scale};
+  if (f->coeffs) {
+    LADLE_CHECK(a->support >= 1 && a->support < (1 << 20), LADLE_ERROR_INVALID_ARGUMENT,
+                "filter too wide (scale %g)", (double)scale);
+    a->x0 = origin + (0.5f * scale - 0.5f - f->anchor); /* DALI: srcx_0 += ... */
+  }
+done:
+  return st;
+}
+
+int ladle__resize_dali_max_taps(const ladle__resize_dali_axis *a) {
+  if (a->table == LADLE__RESIZE_TABLE_NN) return 1;
+  const int span = a->chi - a->clo + 1;
+  return a->support < span ? a->support : span;
+}
+
+/* The tables from the geometry (resize_dali_filter.h has the per-pixel formula). */
+ladle_status ladle__resize_axis_from_dali(ladle__resize_axis *axis, const ladle__resize_dali_axis *a, int round_up) {
+  ladle_status st = LADLE_OK;
+  const int out_size = a->out_size;
   axis->out_size = out_size;
-  axis->in_size = in_size;
-  axis->round_up = LADLE__ROUND_UP;
-  if (!f->coeffs) {
+  axis->in_size = a->in_size;
+  axis->round_up = round_up;
+  if (a->table == LADLE__RESIZE_TABLE_NN) {
     axis->taps = 1;
     RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
     RESERVE(axis->weights, axis->cap_weights, sizeof *axis->weights * (size_t)out_size);
-    float s = origin + 0.5f * scale;
-    for (int i = 0; i < out_size; i++, s += scale) {
-      float x = nn_step ? s : origin + (i + 0.5f) * scale;
-      int v = (int)floorf(x) + base;
-      axis->start[i] = v < clo ? clo : v > chi ? chi : v;
+    float s = rzd_nn_first(a);
+    for (int i = 0; i < out_size; i++, s += a->scale) {
+      axis->start[i] = rzd_nn_start(a, i, s);
       axis->weights[i] = 1.0f;
     }
   } else {
-    const int support = support_of(f);
-    LADLE_CHECK(support >= 1 && support < (1 << 20), LADLE_ERROR_INVALID_ARGUMENT, "filter too wide (scale %g)",
-                (double)scale);
+    int num = 0;
+    const float *t = ladle__resize_dali_table(a->table, &num);
     /* Scratch: `support` raw weights of one output pixel. */
-    RESERVE(axis->work, axis->cap_work, (size_t)support * sizeof(float));
-    float *c = axis->work;
-    const float x0 = origin + (0.5f * scale - 0.5f - f->anchor); /* DALI: srcx_0 += ... */
+    RESERVE(axis->work, axis->cap_work, (size_t)a->support * sizeof(float));
     /* First the widest clamped filter (the table's row length), from the
      * first taps alone; then each pixel's weights, straight into its row. */
     int taps = 1;
     for (int i = 0; i < out_size; i++) {
-      int a = (int)ceilf(i * scale + x0) + base, b = a + support - 1; /* absolute, inclusive */
-      int ca = a < clo ? clo : a > chi ? chi : a, cb = b < clo ? clo : b > chi ? chi : b;
-      if (cb - ca + 1 > taps) taps = cb - ca + 1;
+      int len = rzd_clamped_len(a, i);
+      if (len > taps) taps = len;
     }
     axis->taps = taps;
     RESERVE(axis->start, axis->cap_start, sizeof *axis->start * (size_t)out_size);
     RESERVE(axis->weights, axis->cap_weights, sizeof *axis->weights * (size_t)out_size * taps);
     memset(axis->weights, 0, sizeof *axis->weights * (size_t)out_size * taps);
-    for (int i = 0; i < out_size; i++) {
-      float sx0f = i * scale + x0;
-      int sx0 = (int)ceilf(sx0f);
-      float f0 = sx0 - sx0f, sum = 0.0f;
-      for (int k = 0; k < support; k++) {
-        c[k] = tab_at(f, (f0 + k) * f->scale);
-        sum += c[k];
-      }
-      const float div = sum != 0.0f ? sum : 1.0f; /* x / 1 is x */
-      /* Clamp: the taps beyond an edge read the edge pixel. */
-      int a = sx0 + base, ca = a < clo ? clo : a > chi ? chi : a;
-      int s = ca + taps > in_size ? in_size - taps : ca;
-      axis->start[i] = s;
-      float *w = axis->weights + (size_t)i * taps;
-      if (a >= clo && a + support - 1 <= chi) { /* no tap clamped */
-        for (int k = 0; k < support; k++) w[a + k - s] += c[k] / div;
-      } else {
-        for (int k = 0; k < support; k++) {
-          int x = a + k;
-          x = x < clo ? clo : x > chi ? chi : x;
-          w[x - s] += c[k] / div;
-        }
-      }
-    }
+    for (int i = 0; i < out_size; i++)
+      axis->start[i] = rzd_row(a, t, num, taps, i, axis->weights + (size_t)i * taps, axis->work);
   }
   axis->in_lo = axis->start[0];
   axis->in_hi = axis->start[0] + axis->taps;
@@ -222,9 +222,9 @@ done:
   return st;
 }
 
-ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis *ay, int in_w, int in_h,
-                                     const float roi_lo[2], const float roi_hi[2], int out_w, int out_h,
-                                     ladle__interp min_filter, ladle__interp mag_filter, int antialias) {
+ladle_status ladle__resize_geom_dali(ladle__resize_dali_geom *g, int in_w, int in_h, const float roi_lo[2],
+                                     const float roi_hi[2], int out_w, int out_h, ladle__interp min_filter,
+                                     ladle__interp mag_filter, int antialias) {
   ladle_status st = LADLE_OK;
   LADLE_CHECK(in_w >= 1 && in_h >= 1 && out_w >= 1 && out_h >= 1, LADLE_ERROR_INVALID_ARGUMENT,
               "sizes must be >= 1 (input %dx%d, output %dx%d)", in_w, in_h, out_w, out_h);
@@ -256,7 +256,6 @@ ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis 
     int64_t vh = size_vert * support[1] + area * support[0], hv = size_horz * support[0] + area * support[1];
     int second = 3.0f * size_vert + vh < 3.0f * size_horz + hv ? 0 : 1; /* vertical first: x is second */
     for (int d = 0; d < 2; d++) {
-      ladle__resize_axis *axis = d ? ay : ax;
       int clo = 0, chi = in[d] - 1, base = 0;
       float o = origin[d];
       if (d == second && hi[d] > lo[d]) {
@@ -265,15 +264,26 @@ ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis 
       } else if (d == second) {
         clo = chi = lo[d] >= in[d] ? in[d] - 1 : 0;
       }
-      st = plan_axis(axis, in[d], base, o, scale[d], out[d], &f[d], clo, chi, d == 1);
+      st = axis_geom(d ? &g->y : &g->x, in[d], base, o, scale[d], out[d], &f[d], clo, chi, d == 1);
       if (st != LADLE_OK) goto done;
     }
     /* DALI's last pass rounds: horizontal (scalar), ties up; vertical,
      * vectorised over blocks of 16 elements of the row that round to even,
      * and a scalar tail that rounds up (measured on DALI 2.4). */
-    ax->round_up = ay->round_up = second == 1 ? LADLE__ROUND_DALI_ROWS : LADLE__ROUND_UP;
+    g->round_up = second == 1 ? LADLE__ROUND_DALI_ROWS : LADLE__ROUND_UP;
   }
 done:
+  return st;
+}
+
+ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis *ay, int in_w, int in_h,
+                                     const float roi_lo[2], const float roi_hi[2], int out_w, int out_h,
+                                     ladle__interp min_filter, ladle__interp mag_filter, int antialias) {
+  ladle__resize_dali_geom g;
+  ladle_status st = ladle__resize_geom_dali(&g, in_w, in_h, roi_lo, roi_hi, out_w, out_h, min_filter, mag_filter,
+                                            antialias);
+  if (st == LADLE_OK) st = ladle__resize_axis_from_dali(ax, &g.x, g.round_up);
+  if (st == LADLE_OK) st = ladle__resize_axis_from_dali(ay, &g.y, g.round_up);
   if (st != LADLE_OK) {
     ladle__resize_axis_free(ax);
     ladle__resize_axis_free(ay);

@@ -8,6 +8,7 @@
 #endif
 
 #include "ops/geometry/resize_kernel.h"
+#include "ops/geometry/resize_dali_filter.h"
 #include "ops/kernels/gpu_kernels.h"
 
 #include <limits.h>
@@ -42,8 +43,18 @@ struct resample_sample {
 /* What a launch does with each output pixel. */
 enum { MODE_RESIZE = 0, MODE_CMN = 1 };
 
+/* (float)b for a byte b, without the int-to-float conversion (which issues at
+ * 16 per clock per SM, an eighth of a float add): 0x4B000000 | b is the float
+ * 2^23 + b, and subtracting 2^23 is exact, so the result is the same bits. */
+__device__ __forceinline__ float u8_to_f32(unsigned b) {
+  return __fsub_rn(__uint_as_float(0x4B000000u | b), 8388608.0f);
+}
+
+__device__ __forceinline__ float to_f32(uint8_t v) { return u8_to_f32(v); }
+__device__ __forceinline__ float to_f32(float v) { return v; }
+
 __device__ __forceinline__ float load_elem(const void *p, size_t i, int in_f32) {
-  return in_f32 ? ((const float *)p)[i] : (float)((const uint8_t *)p)[i];
+  return in_f32 ? ((const float *)p)[i] : u8_to_f32(((const uint8_t *)p)[i]);
 }
 
 /*
@@ -271,7 +282,7 @@ __device__ __forceinline__ void resize_tile(const resample_sample *sp, rz_shared
           if (i < live)
 #pragma unroll
             for (int c = 0; c < C; c++)
-              a[i][c] = __fadd_rn(a[i][c], __fmul_rn(wk, (float)__ldg(src[i] + (size_t)k * C + c)));
+              a[i][c] = __fadd_rn(a[i][c], __fmul_rn(wk, to_f32(__ldg(src[i] + (size_t)k * C + c))));
       }
 #pragma unroll
       for (int i = 0; i < RZ_ROWS_PER_THREAD; i++)
@@ -335,13 +346,84 @@ const resize_fn resize_kernels[2][5] = {
     {resize_kernel<float, 0>, resize_kernel<float, 1>, resize_kernel<float, 2>, resize_kernel<float, 3>,
      resize_kernel<float, 4>}};
 
+/*
+ * Table planning on the GPU, for samples given by their DALI geometry: one
+ * block per axis. Its threads first find the axis's row length (the widest
+ * clamped filter), then each builds the rows of its output pixels with the
+ * CPU planner's formula (resize_dali_filter.h), and thread 0 stores the row
+ * length into the sample's parameters, which the resampling kernel queued
+ * after this one reads.
+ */
+struct plan_job {
+  ladle__resize_dali_axis a;
+  const float *t; /* the filter's shape (a->table), num points and a 0 */
+  int num;
+  int32_t *start;
+  float *w;  /* out_size * taps, packed */
+  int *taps; /* the sample's xtaps or ytaps */
+};
+
+enum { PLAN_THREADS = 256 };
+
+__global__ void __launch_bounds__(PLAN_THREADS) plan_kernel(const plan_job *__restrict__ jobs) {
+  __shared__ int taps_sh;
+  const plan_job *j = jobs + blockIdx.x;
+  const ladle__resize_dali_axis a = j->a;
+  const int n = a.out_size;
+  if (a.table == LADLE__RESIZE_TABLE_NN) {
+    for (int i = threadIdx.x; i < n; i += PLAN_THREADS) {
+      float s = rzd_nn_first(&a);
+      if (a.nn_step)
+        for (int k = 0; k < i; k++) s = RZD_ADD(s, a.scale); /* the CPU's running sum, step by step */
+      j->start[i] = rzd_nn_start(&a, i, s);
+      j->w[i] = 1.0f;
+    }
+    if (threadIdx.x == 0) *j->taps = 1;
+    return;
+  }
+  if (threadIdx.x == 0) taps_sh = 1;
+  __syncthreads();
+  int m = 1;
+  for (int i = threadIdx.x; i < n; i += PLAN_THREADS) m = max(m, rzd_clamped_len(&a, i));
+  for (int s = 16; s > 0; s >>= 1) m = max(m, __shfl_xor_sync(0xffffffffu, m, s));
+  if ((threadIdx.x & 31) == 0) atomicMax(&taps_sh, m);
+  __syncthreads();
+  const int taps = taps_sh;
+  if (threadIdx.x == 0) *j->taps = taps;
+  for (int i = threadIdx.x; i < n; i += PLAN_THREADS) {
+    float *w = j->w + (size_t)i * taps;
+    for (int k = 0; k < taps; k++) w[k] = 0.0f;
+    j->start[i] = rzd_row(&a, j->t, j->num, taps, i, w, NULL);
+  }
+}
+
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* Bytes of the tables of one sample. */
-size_t table_bytes(const ladle__resize_axis *ax, const ladle__resize_axis *ay) {
-  return align16((size_t)ax->out_size * sizeof(int32_t)) + align16((size_t)ay->out_size * sizeof(int32_t)) +
-         align16((size_t)ax->out_size * ax->taps * sizeof(float)) +
-         align16((size_t)ay->out_size * ay->taps * sizeof(float));
+/* Bytes of the tables of one sample of ow x oh outputs, rows of (at most) tx and ty taps. */
+size_t table_bytes(int ow, int oh, int tx, int ty) {
+  return align16((size_t)ow * sizeof(int32_t)) + align16((size_t)oh * sizeof(int32_t)) +
+         align16((size_t)ow * tx * sizeof(float)) + align16((size_t)oh * ty * sizeof(float));
+}
+
+size_t sample_table_bytes(const ladle__gpu_resize_desc *d) {
+  if (d->geom)
+    return table_bytes(d->geom->x.out_size, d->geom->y.out_size, ladle__resize_dali_max_taps(&d->geom->x),
+                       ladle__resize_dali_max_taps(&d->geom->y));
+  if (d->ax && d->ay) return table_bytes(d->ax->out_size, d->ay->out_size, d->ax->taps, d->ay->taps);
+  return 0;
+}
+
+/* The parameter buffer: the samples, the planning jobs (two per sample at
+ * most), DALI's filter shapes, the uploaded tables, then the tables the
+ * planning kernel writes. */
+size_t jobs_offset(int n) { return align16((size_t)n * sizeof(resample_sample)); }
+size_t shapes_offset(int n) { return jobs_offset(n) + align16((size_t)2 * n * sizeof(plan_job)); }
+enum { SHAPE_FLOATS = 512 }; /* room for every filter shape, each padded to 4 floats */
+
+int valid_geom_axis(const ladle__resize_dali_axis *a, int in_size) {
+  return a->in_size == in_size && a->out_size >= 1 && a->table >= LADLE__RESIZE_TABLE_NN &&
+         a->table < LADLE__RESIZE_TABLE_COUNT && a->support >= 1 && a->clo >= 0 && a->clo <= a->chi &&
+         a->chi < in_size;
 }
 
 int valid_axis(const ladle__resize_axis *a, int in_size) {
@@ -352,9 +434,9 @@ int valid_axis(const ladle__resize_axis *a, int in_size) {
 }  // namespace
 
 extern "C" size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n) {
-  size_t bytes = align16((size_t)(n > 0 ? n : 0) * sizeof(resample_sample));
-  for (int i = 0; i < n; i++)
-    if (d[i].ax && d[i].ay) bytes += table_bytes(d[i].ax, d[i].ay);
+  if (n < 0) n = 0;
+  size_t bytes = shapes_offset(n) + SHAPE_FLOATS * sizeof(float);
+  for (int i = 0; i < n; i++) bytes += sample_table_bytes(&d[i]);
   return bytes;
 }
 
@@ -394,13 +476,32 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
 
   {
     resample_sample *hs = (resample_sample *)host_params;
+    plan_job *hj = (plan_job *)((uint8_t *)host_params + jobs_offset(n));
+    const plan_job *dj = (const plan_job *)((uint8_t *)dev_params + jobs_offset(n));
     uint8_t *hbase = (uint8_t *)host_params, *dbase = (uint8_t *)dev_params;
-    size_t off = align16((size_t)n * sizeof(resample_sample));
+    int njobs = 0;
+    /* DALI's filter shapes (4 floats apart), for the planning kernel. */
+    const size_t shapes = shapes_offset(n);
+    const float *dshape[LADLE__RESIZE_TABLE_COUNT] = {NULL};
+    int shape_num[LADLE__RESIZE_TABLE_COUNT] = {0};
+    size_t off = shapes; /* uploaded tables from here; the planned ones after them */
+    for (int t = LADLE__RESIZE_TABLE_TRI; t < LADLE__RESIZE_TABLE_COUNT; t++) {
+      const float *src = ladle__resize_dali_table(t, &shape_num[t]);
+      memcpy(hbase + off, src, (size_t)(shape_num[t] + 1) * sizeof(float));
+      dshape[t] = (const float *)(dbase + off);
+      off += align16((size_t)(shape_num[t] + 1) * sizeof(float));
+    }
+    off = shapes + SHAPE_FLOATS * sizeof(float);
+    size_t planned = off;
+    for (int i = 0; i < n; i++)
+      if (!d[i].geom) planned += sample_table_bytes(&d[i]);
     for (int i = 0; i < n; i++) {
       const ladle__gpu_resize_desc *q = &d[i];
+      const ladle__resize_dali_geom *g = q->geom;
       if (!q->in || !q->out || q->channels < 1 || q->channels > 4 || q->in_h < 1 || q->in_w < 1 ||
-          q->in_stride < (int64_t)q->in_w * q->channels || !valid_axis(q->ax, q->in_w) ||
-          !valid_axis(q->ay, q->in_h)) {
+          q->in_stride < (int64_t)q->in_w * q->channels ||
+          (g ? !valid_geom_axis(&g->x, q->in_w) || !valid_geom_axis(&g->y, q->in_h)
+             : !valid_axis(q->ax, q->in_w) || !valid_axis(q->ay, q->in_h))) {
         st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func,
                               "sample %d: bad image (%dx%d, %d channels, stride %lld) or filter tables not "
                               "planned for it",
@@ -413,11 +514,11 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       o->out = q->out;
       o->in_stride = (long long)q->in_stride;
       o->channels = q->channels;
-      o->rw = q->ax->out_size;
-      o->rh = q->ay->out_size;
-      o->xtaps = q->ax->taps;
-      o->ytaps = q->ay->taps;
-      o->round_split = ladle__resize_round_split(q->ay->round_up, o->rw * q->channels);
+      o->rw = g ? g->x.out_size : q->ax->out_size;
+      o->rh = g ? g->y.out_size : q->ay->out_size;
+      o->xtaps = g ? ladle__resize_dali_max_taps(&g->x) : q->ax->taps; /* planned: rewritten on the GPU */
+      o->ytaps = g ? ladle__resize_dali_max_taps(&g->y) : q->ay->taps;
+      o->round_split = ladle__resize_round_split(g ? g->round_up : q->ay->round_up, o->rw * q->channels);
       if (cmn) {
         const ladle__cmn_params *p = &cmn[i];
         int dt = p->dtype;
@@ -450,28 +551,48 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       if (o->w > max_w) max_w = o->w;
       if (o->h > max_h) max_h = o->h;
 
-      /* The tables, right after the parameters; pointers into dev_params. */
+      /* The tables: pointers into dev_params; host tables are copied after
+       * the filter shapes, planned ones are written by plan_kernel. */
       const size_t nxs = (size_t)o->rw * sizeof(int32_t), nys = (size_t)o->rh * sizeof(int32_t);
       const size_t nxw = (size_t)o->rw * o->xtaps * sizeof(float), nyw = (size_t)o->rh * o->ytaps * sizeof(float);
-      memcpy(hbase + off, q->ax->start, nxs);
-      o->xs = (const int32_t *)(dbase + off);
-      off += align16(nxs);
-      memcpy(hbase + off, q->ay->start, nys);
-      o->ys = (const int32_t *)(dbase + off);
-      off += align16(nys);
-      memcpy(hbase + off, q->ax->weights, nxw);
-      o->xw = (const float *)(dbase + off);
-      off += align16(nxw);
-      memcpy(hbase + off, q->ay->weights, nyw);
-      o->yw = (const float *)(dbase + off);
-      off += align16(nyw);
+      size_t *at = g ? &planned : &off;
+      o->xs = (const int32_t *)(dbase + *at);
+      o->ys = (const int32_t *)(dbase + *at + align16(nxs));
+      o->xw = (const float *)(dbase + *at + align16(nxs) + align16(nys));
+      o->yw = (const float *)(dbase + *at + align16(nxs) + align16(nys) + align16(nxw));
+      if (g) {
+        for (int axis = 0; axis < 2; axis++) {
+          plan_job *j = &hj[njobs++];
+          j->a = axis ? g->y : g->x;
+          j->t = dshape[j->a.table];
+          j->num = shape_num[j->a.table];
+          j->start = (int32_t *)(axis ? o->ys : o->xs);
+          j->w = (float *)(axis ? o->yw : o->xw);
+          j->taps = axis ? &((resample_sample *)dev_params)[i].ytaps : &((resample_sample *)dev_params)[i].xtaps;
+        }
+      } else {
+        memcpy(hbase + off, q->ax->start, nxs);
+        memcpy(hbase + off + align16(nxs), q->ay->start, nys);
+        memcpy(hbase + off + align16(nxs) + align16(nys), q->ax->weights, nxw);
+        memcpy(hbase + off + align16(nxs) + align16(nys) + align16(nxw), q->ay->weights, nyw);
+      }
+      *at += align16(nxs) + align16(nys) + align16(nxw) + align16(nyw);
     }
     if ((max_h + TILE_H - 1) / TILE_H > 65535 || (max_w + TILE_W - 1) / TILE_W > 65535) {
       st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "an output of %d rows is too tall", max_h);
       goto done;
     }
-    LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, off, cudaMemcpyHostToDevice, s));
+    /* Upload the samples and jobs, then the shapes (if planning) and the host tables. */
+    const size_t head = jobs_offset(n) + (size_t)njobs * sizeof(plan_job);
+    const size_t tail = njobs ? shapes : shapes + SHAPE_FLOATS * sizeof(float);
+    LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, head, cudaMemcpyHostToDevice, s));
+    if (off > tail)
+      LADLE_CUDA_CHECK(cudaMemcpyAsync(dbase + tail, hbase + tail, off - tail, cudaMemcpyHostToDevice, s));
     (void)cudaGetLastError(); /* a stale error from elsewhere must not be blamed on the launch */
+    if (njobs) {
+      plan_kernel<<<njobs, PLAN_THREADS, 0, s>>>(dj);
+      LADLE_CUDA_CHECK_LAUNCH(plan_kernel);
+    }
     dim3 block(TILE_W, TILE_H);
     if (cmn) {
       dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)((max_h + TILE_H - 1) / TILE_H), (unsigned)n);

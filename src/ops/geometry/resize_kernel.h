@@ -145,6 +145,54 @@ ladle_status ladle__resize_plan_dali(ladle__resize_axis *ax, ladle__resize_axis 
                                      const float roi_lo[2], const float roi_hi[2], int out_w, int out_h,
                                      ladle__interp min_filter, ladle__interp mag_filter, int antialias);
 
+/*
+ * The same plan split in two: the geometry of each axis (a few numbers per
+ * axis, computed here on the host in O(1)), and the tables built from it
+ * pixel by pixel (ladle__resize_axis_from_dali on the CPU; on the GPU by
+ * ladle__gpu_resample, from the same formula in resize_dali_filter.h, so the
+ * tables are bit-identical). ladle__resize_plan_dali is the two in a row.
+ * Coordinates of an axis are relative to pixel `base` of the input; a tap at
+ * pixel x reads clamp(x, clo, chi).
+ */
+enum {
+  LADLE__RESIZE_TABLE_NN = 0, /* no table: nearest neighbour */
+  LADLE__RESIZE_TABLE_TRI, LADLE__RESIZE_TABLE_GAUSS, LADLE__RESIZE_TABLE_LANCZOS, LADLE__RESIZE_TABLE_CUBIC,
+  LADLE__RESIZE_TABLE_COUNT
+};
+
+typedef struct ladle__resize_dali_axis {
+  int in_size, out_size;
+  int table;           /* LADLE__RESIZE_TABLE_* */
+  int support;         /* filter length in input pixels, before clamping (NN: 1) */
+  int base, clo, chi;  /* see above */
+  int nn_step;         /* NN: coordinates accumulated step by step (DALI's vertical NN) */
+  float origin, scale; /* pixel i samples around origin + (i + 1/2) * scale */
+  float x0;            /* filters: pixel i's first tap is at ceil(i * scale + x0) */
+  float tscale;        /* filters: table steps per input pixel */
+} ladle__resize_dali_axis;
+
+typedef struct ladle__resize_dali_geom {
+  ladle__resize_dali_axis x, y;
+  int round_up; /* both axes' round_up (LADLE__ROUND_*) */
+} ladle__resize_dali_geom;
+
+/* The geometry alone; the same arguments and failures as ladle__resize_plan_dali
+ * (nothing is allocated). */
+ladle_status ladle__resize_geom_dali(ladle__resize_dali_geom *g, int in_w, int in_h, const float roi_lo[2],
+                                     const float roi_hi[2], int out_w, int out_h, ladle__interp min_filter,
+                                     ladle__interp mag_filter, int antialias);
+
+/* The tables of one axis from its geometry (reusing axis's memory as _replan
+ * does); round_up is set from `round_up`. */
+ladle_status ladle__resize_axis_from_dali(ladle__resize_axis *axis, const ladle__resize_dali_axis *a, int round_up);
+
+/* An upper bound of the axis's taps (the tables' row length), for sizing. */
+int ladle__resize_dali_max_taps(const ladle__resize_dali_axis *a);
+
+/* DALI's filter shape `table` (LADLE__RESIZE_TABLE_TRI..CUBIC): *num points,
+ * followed by one 0 (the array holds *num + 1 floats). */
+const float *ladle__resize_dali_table(int table, int *num);
+
 /* Frees the tables and zeroes the struct. NULL and an empty axis are allowed. */
 void ladle__resize_axis_free(ladle__resize_axis *axis);
 
@@ -202,6 +250,11 @@ void ladle__resize_f32(float *out, const float *in, int in_h, int in_stride_elem
  * in_stride elements apart (>= in_w * channels), into `out`: ay->out_size rows
  * of ax->out_size * channels elements, packed. ax and ay are host tables planned
  * with ladle__resize_axis_plan for in_w and in_h (their in_size must match). */
+/* Or, with geom set (ax and ay NULL), the DALI geometry of the sample
+ * (ladle__resize_geom_dali for in_w and in_h): the launch then builds the
+ * tables on the GPU, bit-identical to ladle__resize_axis_from_dali's (the
+ * formula is shared: resize_dali_filter.h), and the host uploads only a few
+ * numbers per sample instead of its tables. */
 typedef struct ladle__gpu_resize_desc {
   const void *in;
   void *out;
@@ -209,10 +262,12 @@ typedef struct ladle__gpu_resize_desc {
   int64_t in_stride;
   int channels;
   const ladle__resize_axis *ax, *ay;
+  const ladle__resize_dali_geom *geom;
 } ladle__gpu_resize_desc;
 
 /* Bytes of host_params / dev_params for ladle__gpu_resize and ladle__gpu_fused
- * on these samples (their parameters plus every filter table). */
+ * on these samples (their parameters plus every filter table; tables built on
+ * the GPU live in dev_params too, but are not uploaded). */
 size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n);
 
 /*
@@ -228,6 +283,8 @@ size_t ladle__gpu_resize_param_bytes(const ladle__gpu_resize_desc *d, int n);
  * contributions to its pixels' vertical sums, in tap order; the tile's filter
  * weights (up to 32 taps an axis) are read from shared memory. No device
  * scratch is needed. (ladle__gpu_fused keeps its own 32 x 8 tile kernel.)
+ * Samples given by geometry first get their tables from a planning kernel
+ * (one block per axis, a thread per output pixel) into dev_params.
  * Cost note: every input row between the tile's first and last filter tap is
  * filtered horizontally, also rows no output reads (NN or non-antialiased
  * downscales by large factors skip rows): correct, but slower there.

@@ -66,6 +66,32 @@ def test_resize_roi_and_upscale(resampling):
                                         mag_filter=types.INTERP_NN), {"x": images(8, lo=200, hi=700)})
 
 
+@pytest.mark.parametrize("interp", INTERPS)
+@pytest.mark.parametrize("antialias", [True, False])
+def test_random_resized_crop(interp, antialias):
+    """The GPU builds random_resized_crop's filter tables from each sample's
+    window (resampling="dali"): the same bytes as the CPU's tables give, for
+    downscaled, upscaled and 1-pixel outputs (fixed op seed: the same windows)."""
+    kind = getattr(types, interp)
+    imgs = images(40 + len(interp), n=7, hi=400)
+    for size in ([224, 224], [1, 1], [301, 17], [3, 500]):
+        same_on_both(lambda d, x: fn.random_resized_crop(x, device=d, size=size, interp_type=kind,
+                                                         antialias=antialias, seed=11), {"x": imgs}, batch_size=7)
+    imgs = images(50, n=6, dtype=np.float32, channels=4, hi=90)
+    same_on_both(lambda d, x: fn.random_resized_crop(x, device=d, size=[64, 80], interp_type=kind,
+                                                     antialias=antialias, random_area=[0.01, 1.0], seed=5),
+                 {"x": imgs}, batch_size=6)
+
+
+def test_random_resized_crop_fused():
+    """random_resized_crop -> crop_mirror_normalize on the GPU runs as one fused
+    kernel on tables the GPU planned; the same values as the CPU's two operators."""
+    imgs = images(61, n=6, hi=350)
+    same_on_both(lambda d, x: fn.crop_mirror_normalize(
+        fn.random_resized_crop(x, device=d, size=[96, 112], seed=9), device=d, dtype=types.FLOAT,
+        mean=[10.0, 20.0, 30.0], std=[2.0, 3.0, 4.0], mirror=1), {"x": imgs}, batch_size=6)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.float32, np.int16, np.int32])
 @pytest.mark.parametrize("channels", [1, 3, 4])
 def test_warps(dtype, channels):
