@@ -10,6 +10,7 @@
 #include "ops/filter/filter_kernels.h"
 #include "ops/filter/norm_core.h"
 #include "ops/kernels/gpu_kernels.h"
+#include "ops/kernels/gpu_u8.h"
 
 extern "C" {
 #include "core/error.h"
@@ -613,6 +614,118 @@ __global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_MIN_BLOCKS) conv_kernel
   }
 }
 
+/* The fast path: uint8 input, an R x R filter (3 or 5) and CL elements a
+ * pixel (1: HW/CHW planes, 3: HWC), the same for every sample of the batch.
+ * The same tiles and sums as conv_kernel, with the tile's row stride and the
+ * channel step known at compile time (every shared-memory read an immediate
+ * offset), and the tile loaded with aligned 4-byte words, all of a thread's
+ * loads issued before any is used, the bytes turned into floats by
+ * gpu_u8.h's arithmetic; only tile elements outside the plane (edge tiles)
+ * are border-mapped one by one. uint8 results are stored by gpu_u8.h's
+ * rounding (ladle__f32_to_u8's bits). */
+/* blocks per SM: 3x3 in 64 registers a thread, 5x5 in 80 (64 spill) */
+#define CONV_FAST_BLOCKS(R) ((R) == 5 ? 3 : 4)
+
+template <int R, int CL>
+struct conv_fast_shape {
+  enum {
+    SW = CONV_TW + (R - 1) * CL,               /* tile elements a row */
+    SH = CONV_TH + R - 1,                      /* tile rows */
+    SWP = (SW + 3) & ~3,                       /* the tile's row stride */
+    NW = (SW + 6) / 4,                         /* aligned words a row spans at most */
+    LOADS = (SH * NW + CONV_BX * CONV_BY - 1) / (CONV_BX * CONV_BY) /* words a thread */
+  };
+};
+
+template <int OT, int R, int CL>
+__global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_FAST_BLOCKS(R))
+    conv_fast_kernel(const conv_plan *__restrict__ plans) {
+  typedef conv_fast_shape<R, CL> F;
+  __shared__ float tile[F::SH * F::SWP];
+  const conv_plan *p = plans + blockIdx.y;
+  const int tid = threadIdx.y * CONV_BX + threadIdx.x;
+  const int rw = p->rw, orw = p->orw, h = p->h, border = p->d.border;
+  const float fill = p->d.fill;
+  float w[R * R];
+#pragma unroll
+  for (int k = 0; k < R * R; k++) w[k] = __ldg(p->d.taps + k);
+  for (int64_t t = blockIdx.x; t < p->tiles; t += gridDim.x) {
+    const int64_t rest = t / p->tiles_x, plane = rest / p->tiles_y;
+    const int x0 = (int)(t - rest * p->tiles_x) * CONV_TW, y0 = (int)(rest - plane * p->tiles_y) * CONV_TH;
+    const int ix0 = x0 - p->d.ax * CL, iy0 = y0 - p->d.ay;
+    const uint8_t *in = (const uint8_t *)p->d.in + plane * ((int64_t)h * rw);
+    /* tile elements [lo, hi) of every row lie inside the row */
+    const int lo = ix0 < 0 ? -ix0 : 0, hi = ix0 + F::SW <= rw ? F::SW : rw - ix0;
+    __syncthreads(); /* the previous tile is no longer read */
+    {
+      unsigned word[F::LOADS], live = 0; /* live: bit u when word u holds bytes of the tile */
+      int at[F::LOADS]; /* tile position of word u's byte 0 (row * SWP + e, e in [-3, SW)) */
+#pragma unroll
+      for (int u = 0; u < F::LOADS; u++) {
+        const int item = tid + u * (CONV_BX * CONV_BY), row = item / F::NW, wi = item - row * F::NW;
+        at[u] = 0;
+        word[u] = 0;
+        if (row >= F::SH) continue;
+        const int yy = conv_border32(iy0 + row, h, border);
+        const uint8_t *first = in + (int64_t)(yy < 0 ? 0 : yy) * rw + ix0 + lo;
+        const int mis = (int)((uintptr_t)first & 3);
+        if (4 * wi >= mis + hi - lo) continue;
+        at[u] = row * F::SWP + lo + 4 * wi - mis;
+        live |= 1u << u;
+        if (yy >= 0) word[u] = __ldg((const unsigned *)(first - mis) + wi);
+      }
+      /* lane l writes its word's bytes in the order (l / 8) % 4, ...: the
+       * four stores of a warp each fill 32 banks, no conflict */
+      const int turn = (int)(threadIdx.x >> 3) & 3;
+#pragma unroll
+      for (int u = 0; u < F::LOADS; u++) {
+        if (!(live >> u & 1)) continue;
+        const int item = tid + u * (CONV_BX * CONV_BY), row = item / F::NW, yy = conv_border32(iy0 + row, h, border);
+        const int e0 = at[u] - row * F::SWP; /* tile element of the word's byte 0 */
+#pragma unroll
+        for (int k = 0; k < 4; k++) {
+          const int b = (k + turn) & 3;
+          if (e0 + b >= lo && e0 + b < hi) tile[at[u] + b] = yy < 0 ? fill : ladle__gpu_byte_float(word[u], b);
+        }
+      }
+    }
+    if (lo > 0 || hi < F::SW) { /* edge tile: the elements outside the row, one by one */
+      const int nh = lo + F::SW - hi;
+      for (int item = tid; item < F::SH * nh; item += CONV_BX * CONV_BY) {
+        const int row = item / nh, k = item - row * nh, e = k < lo ? k : hi + (k - lo);
+        const int yy = conv_border32(iy0 + row, h, border), xe = conv_col(ix0 + e, rw, CL, p->w, border);
+        tile[row * F::SWP + e] = yy < 0 || xe < 0 ? fill : (float)in[(int64_t)yy * rw + xe];
+      }
+    }
+    __syncthreads();
+    float acc[CONV_K];
+#pragma unroll
+    for (int k = 0; k < CONV_K; k++) acc[k] = 0;
+    const float *base = tile + threadIdx.y * CONV_K * F::SWP + threadIdx.x;
+#pragma unroll
+    for (int rho = 0; rho < CONV_K + R - 1; rho++)
+#pragma unroll
+      for (int j = 0; j < R; j++) {
+        const float v = base[rho * F::SWP + j * CL];
+#pragma unroll
+        for (int k = 0; k < CONV_K; k++)
+          if (rho - k >= 0 && rho - k < R) acc[k] = __fadd_rn(acc[k], __fmul_rn(w[(rho - k) * R + j], v));
+      }
+    const int ox = x0 + threadIdx.x, oy0 = y0 + threadIdx.y * CONV_K;
+    if (ox < orw) {
+      const size_t at = (size_t)plane * ((size_t)p->out_h * orw) + (size_t)oy0 * orw + ox;
+#pragma unroll
+      for (int k = 0; k < CONV_K; k++) {
+        if (oy0 + k >= p->out_h) break;
+        if (OT == LADLE_UINT8)
+          ((uint8_t *)p->d.out)[at + (size_t)k * orw] = (uint8_t)ladle__gpu_u8_rne(acc[k]);
+        else
+          ladle__store_f32(p->d.out, at + (size_t)k * orw, OT, acc[k]);
+      }
+    }
+  }
+}
+
 typedef void (*conv_fn)(const conv_plan *);
 
 /* The kernel for an input type and an output type (the input's or float). */
@@ -630,6 +743,24 @@ conv_fn conv_kernel_for(int in_type, int out_type) {
     case LADLE_FLOAT32: return conv_for<float, LADLE_FLOAT32>(out_type);
     default: return NULL;
   }
+}
+
+/* conv_fast_kernel for a batch whose every sample is tiled, uint8, with one
+ * filter size (3x3 or 5x5) and one element step (1 or 3), else NULL. */
+template <int OT>
+conv_fn conv_fast_for_type(int r, int cl) {
+  if (r == 5) return cl == 3 ? conv_fast_kernel<OT, 5, 3> : conv_fast_kernel<OT, 5, 1>;
+  return cl == 3 ? conv_fast_kernel<OT, 3, 3> : conv_fast_kernel<OT, 3, 1>;
+}
+
+conv_fn conv_fast_for(const conv_plan *hp, int n) {
+  const int r = hp[0].d.r, cl = hp[0].cl, ot = hp[0].d.out_type;
+  if (hp[0].d.in_type != LADLE_UINT8 || (r != 3 && r != 5) || (cl != 1 && cl != 3) ||
+      (ot != LADLE_UINT8 && ot != LADLE_FLOAT32))
+    return NULL;
+  for (int i = 0; i < n; i++)
+    if (!hp[i].tiled || hp[i].d.r != r || hp[i].d.s != r || hp[i].cl != cl) return NULL;
+  return ot == LADLE_UINT8 ? conv_fast_for_type<LADLE_UINT8>(r, cl) : conv_fast_for_type<LADLE_FLOAT32>(r, cl);
 }
 
 /* Fills a sample's plan; its tiled path needs `smem` bytes of shared memory. */
@@ -830,7 +961,7 @@ extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int ta
   cudaStream_t s = ladle__cuda_stream(stream);
   int64_t most = 1;
   size_t smem = 0;
-  conv_fn kernel = NULL;
+  conv_fn kernel = NULL, fast = NULL;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, d, host_params, dev_params, param_bytes, ladle__gpu_conv_param_bytes(n, taps), __func__));
   kernel = conv_kernel_for(d[0].in_type, d[0].out_type);
@@ -856,9 +987,16 @@ extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int ta
   LADLE_CUDA_CHECK(cudaMemcpyAsync(dev_params, host_params, ladle__gpu_conv_param_bytes(n, taps),
                                    cudaMemcpyHostToDevice, s));
   (void)cudaGetLastError();
-  kernel<<<dim3((unsigned)(most < (1 << 20) ? most : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), smem, s>>>(
-      (const conv_plan *)dev_params);
-  LADLE_CUDA_CHECK_LAUNCH(conv_kernel);
+  fast = conv_fast_for((const conv_plan *)host_params, n);
+  if (fast) {
+    fast<<<dim3((unsigned)(most < (1 << 20) ? most : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), 0, s>>>(
+        (const conv_plan *)dev_params);
+    LADLE_CUDA_CHECK_LAUNCH(conv_fast_kernel);
+  } else {
+    kernel<<<dim3((unsigned)(most < (1 << 20) ? most : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), smem, s>>>(
+        (const conv_plan *)dev_params);
+    LADLE_CUDA_CHECK_LAUNCH(conv_kernel);
+  }
 done:
   return st;
 }

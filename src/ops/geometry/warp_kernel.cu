@@ -9,6 +9,7 @@
 
 #include "ops/geometry/warp_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
+#include "ops/kernels/gpu_u8.h"
 
 #include <string.h>
 
@@ -45,41 +46,101 @@ __device__ __forceinline__ uint2 load_u8_run(const uint8_t *p, int n) {
 }
 
 __device__ __forceinline__ float run_byte(uint2 v, int k) {
-  return (float)((k < 4 ? v.x >> (8 * k) : v.y >> (8 * (k - 4))) & 255u);
+  return ladle__gpu_byte_float(k < 4 ? v.x : v.y, k & 3);
+}
+
+/* warp_source and warp_linear_setup for x, y < 2^23 with the same float
+ * operations, the int <-> float conversions and floors done by gpu_u8.h's
+ * exact additions where the position is small (|sx|, |sy| < 2^22). */
+__device__ __forceinline__ void warp_linear_at(const float *m, int x, int y, int *x0, int *y0, float *px, float *qx,
+                                               float *qy) {
+  const float fx = __fadd_rn(ladle__gpu_small_float(x), 0.5f), fy = __fadd_rn(ladle__gpu_small_float(y), 0.5f);
+  const float ux = __fadd_rn(__fadd_rn(__fmul_rn(m[0], fx), __fmul_rn(m[1], fy)), m[2]);
+  const float uy = __fadd_rn(__fadd_rn(__fmul_rn(m[3], fx), __fmul_rn(m[4], fy)), m[5]);
+  const float sx = __fsub_rn(ux, 0.5f), sy = __fsub_rn(uy, 0.5f);
+  if (fabsf(sx) < 4194304.0f && fabsf(sy) < 4194304.0f) {
+    float fx0, fy0;
+    *x0 = ladle__gpu_floor_small(sx, &fx0);
+    *y0 = ladle__gpu_floor_small(sy, &fy0);
+    *qx = __fsub_rn(sx, fx0);
+    *qy = __fsub_rn(sy, fy0);
+    *px = __fsub_rn(1.0f, *qx);
+  } else {
+    warp_linear_setup(ux, uy, x0, y0, px, qx, qy);
+  }
+}
+
+/* The C values of a pixel stored from element o on as OUT: uint8 converted
+ * by arithmetic (gpu_u8.h) and written in as few stores as alignment allows. */
+template <int OUT, int C>
+__device__ __forceinline__ void warp_store_pixel(void *out, size_t o, const float *v) {
+  enum { K = C > 0 ? C : 1 }; /* C = 0 is never stored here */
+  if (OUT != LADLE__WARP_U8) {
+#pragma unroll
+    for (int c = 0; c < C; c++) warp_store(out, o + c, OUT, v[c]);
+    return;
+  }
+  uint8_t *dst = (uint8_t *)out + o;
+  unsigned b[K];
+#pragma unroll
+  for (int c = 0; c < C; c++) b[c] = ladle__gpu_u8_round_away(v[c]);
+  if (C == 3) { /* two stores: a 2-byte one on the even address */
+    if (((uintptr_t)dst & 1) == 0) {
+      *(unsigned short *)dst = (unsigned short)(b[0] | b[1 % K] << 8);
+      dst[2 % K] = (uint8_t)b[2 % K];
+    } else {
+      dst[0] = (uint8_t)b[0];
+      *(unsigned short *)(dst + 1) = (unsigned short)(b[1 % K] | b[2 % K] << 8);
+    }
+  } else if (C == 4 && ((uintptr_t)dst & 3) == 0) {
+    *(unsigned *)dst = b[0] | b[1 % K] << 8 | b[2 % K] << 16 | b[3 % K] << 24;
+  } else {
+#pragma unroll
+    for (int c = 0; c < C; c++) dst[c] = (uint8_t)b[c];
+  }
 }
 
 /* Output pixel (x, y) of one sample: element types IN/OUT and (when not 0)
  * the channel count C fixed at compile time, so that warp_sample.h's switches
- * fold away. uint8 LINEAR pixels whose four taps are inside read each tap
- * row's 2 * C bytes with word loads; every other pixel takes warp_pixel_of. */
+ * fold away. uint8 LINEAR pixels (of samples with `narrow` 32-bit indices):
+ * those whose four taps are inside read each tap row's 2 * C bytes with word
+ * loads, those whose four taps are all outside with a fill value read
+ * nothing (the blend of four fill values, warp_pixel_of's arithmetic);
+ * every other pixel takes warp_pixel_of. */
 template <int IN, int OUT, int C>
-__device__ __forceinline__ void warp_at(const ladle__gpu_warp_desc *q, int x, int y) {
+__device__ __forceinline__ void warp_at(const ladle__gpu_warp_desc *q, int x, int y, int narrow) {
   const ladle__warp_params *p = &q->p;
   const int linear = p->linear;
-  if (IN == LADLE__WARP_U8 && C && linear) {
-    float sx, sy, px, qx, qy;
+  if (IN == LADLE__WARP_U8 && C && linear && narrow) {
+    float px, qx, qy, v[C > 0 ? C : 1];
     int x0, y0;
-    warp_source(p->m, x, y, &sx, &sy);
-    warp_linear_setup(sx, sy, &x0, &y0, &px, &qx, &qy);
-    const int in_w = p->in_w;
-    if (x0 >= 0 && y0 >= 0 && x0 < in_w - 1 && y0 < p->in_h - 1) {
-      const uint8_t *src = (const uint8_t *)q->in + ((size_t)y0 * (size_t)in_w + (size_t)x0) * C;
-      const uint2 r0 = load_u8_run(src, 2 * C), r1 = load_u8_run(src + (size_t)in_w * C, 2 * C);
-      const size_t o = ((size_t)y * (size_t)p->out_w + (size_t)x) * C;
+    warp_linear_at(p->m, x, y, &x0, &y0, &px, &qx, &qy);
+    const int in_w = p->in_w, in_h = p->in_h;
+    const size_t o = (size_t)((unsigned)(y * p->out_w + x) * (unsigned)C);
+    if (x0 >= 0 && y0 >= 0 && x0 < in_w - 1 && y0 < in_h - 1) {
+      const uint8_t *src = (const uint8_t *)q->in + (unsigned)(y0 * in_w + x0) * (unsigned)C;
+      const uint2 r0 = load_u8_run(src, 2 * C), r1 = load_u8_run(src + (unsigned)in_w * (unsigned)C, 2 * C);
 #pragma unroll
       for (int c = 0; c < C; c++)
-        warp_store(q->out, o + c, OUT,
-                   warp_blend(run_byte(r0, c), run_byte(r0, C + c), run_byte(r1, c), run_byte(r1, C + c), px, qx, qy));
+        v[c] = warp_blend(run_byte(r0, c), run_byte(r0, C + c), run_byte(r1, c), run_byte(r1, C + c), px, qx, qy);
+    } else if (p->use_fill && (x0 < -1 || y0 < -1 || x0 >= in_w || y0 >= in_h)) {
+      const float f = p->fill_in, b = warp_blend(f, f, f, f, px, qx, qy);
+#pragma unroll
+      for (int c = 0; c < C; c++) v[c] = b;
+    } else {
+      warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C);
       return;
     }
+    warp_store_pixel<OUT, C>(q->out, o, v);
+    return;
   }
   warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C ? C : p->channels);
 }
 
 /* The rows y0, y0 + step, ... of column x. */
 template <int IN, int OUT, int C>
-__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int y0, int step) {
-  for (int y = y0; y < q->p.out_h; y += step) warp_at<IN, OUT, C>(q, x, y);
+__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int y0, int step, int narrow) {
+  for (int y = y0; y < q->p.out_h; y += step) warp_at<IN, OUT, C>(q, x, y, narrow);
 }
 
 /* grid (tiles x, tiles y, samples), block TILE_W x TILE_H, one thread per
@@ -87,22 +148,22 @@ __device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, 
  * sample's parameters are copied to registers once. A sample smaller than
  * the grid skips the rest. */
 template <int IN, int OUT>
-__global__ void __launch_bounds__(TILE_W *TILE_H) warp_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
+__global__ void __launch_bounds__(TILE_W *TILE_H) warp_kernel(const ladle__gpu_warp_desc *__restrict__ d, int narrow) {
   const ladle__gpu_warp_desc q = d[blockIdx.z];
   const int x = blockIdx.x * TILE_W + threadIdx.x;
   if (x >= q.p.out_w) return;
   const int y0 = blockIdx.y * TILE_H + threadIdx.y, step = gridDim.y * TILE_H;
   switch (q.p.channels) {
-    case 3: warp_rows<IN, OUT, 3>(&q, x, y0, step); break;
-    case 1: warp_rows<IN, OUT, 1>(&q, x, y0, step); break;
-    case 4: warp_rows<IN, OUT, 4>(&q, x, y0, step); break;
-    default: warp_rows<IN, OUT, 0>(&q, x, y0, step); break;
+    case 3: warp_rows<IN, OUT, 3>(&q, x, y0, step, narrow); break;
+    case 1: warp_rows<IN, OUT, 1>(&q, x, y0, step, narrow); break;
+    case 4: warp_rows<IN, OUT, 4>(&q, x, y0, step, narrow); break;
+    default: warp_rows<IN, OUT, 0>(&q, x, y0, step, narrow); break;
   }
 }
 
 /* A batch whose samples differ in element types (not from an operator, whose
  * types are the node's): everything read per pixel. */
-__global__ void __launch_bounds__(TILE_W *TILE_H) warp_mixed_kernel(const ladle__gpu_warp_desc *__restrict__ d) {
+__global__ void __launch_bounds__(TILE_W *TILE_H) warp_mixed_kernel(const ladle__gpu_warp_desc *__restrict__ d, int) {
   const ladle__gpu_warp_desc *q = d + blockIdx.z;
   const int x = blockIdx.x * TILE_W + threadIdx.x;
   if (x >= q->p.out_w) return;
@@ -110,7 +171,7 @@ __global__ void __launch_bounds__(TILE_W *TILE_H) warp_mixed_kernel(const ladle_
     warp_pixel(q->out, q->in, &q->p, x, y);
 }
 
-typedef void (*warp_fn)(const ladle__gpu_warp_desc *);
+typedef void (*warp_fn)(const ladle__gpu_warp_desc *, int);
 
 #define WARP_ROW(i) {warp_kernel<i, 0>, warp_kernel<i, 1>, warp_kernel<i, 2>, warp_kernel<i, 3>}
 const warp_fn warp_kernels[4][4] = {WARP_ROW(0), WARP_ROW(1), WARP_ROW(2), WARP_ROW(3)};
@@ -182,7 +243,7 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
                                                void *dev_params, size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  int max_w = 1, max_h = 1, mixed = 0;
+  int max_w = 1, max_h = 1, mixed = 0, narrow = 1;
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_launch(n, d, host_params, dev_params, param_bytes, ladle__gpu_warp_param_bytes(n), __func__));
   for (int i = 0; i < n; i++) {
@@ -195,6 +256,10 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
                 LADLE_ERROR_INVALID_ARGUMENT, "sample %d: bad element types (%d, %d)", i, p->in_type, p->out_type);
     if (p->in_type != d[0].p.in_type || p->out_type != d[0].p.out_type) mixed = 1;
     if (p->out_w > max_w) max_w = p->out_w;
+    const int64_t C = p->channels;
+    if ((int64_t)p->in_w * p->in_h * C >= INT32_MAX || (int64_t)p->out_w * p->out_h * C >= INT32_MAX ||
+        p->out_w >= (1 << 23) || p->out_h >= (1 << 23))
+      narrow = 0;
     if (p->out_h > max_h) max_h = p->out_h;
   }
   memcpy(host_params, d, (size_t)n * sizeof *d);
@@ -204,7 +269,7 @@ extern "C" ladle_status ladle__gpu_warp_affine(const ladle__gpu_warp_desc *d, in
     int tiles_y = (max_h + TILE_H * WARP_ROWS - 1) / (TILE_H * WARP_ROWS);
     dim3 grid((unsigned)((max_w + TILE_W - 1) / TILE_W), (unsigned)(tiles_y < 65535 ? tiles_y : 65535), (unsigned)n);
     const warp_fn kernel = mixed ? warp_mixed_kernel : warp_kernels[d[0].p.in_type][d[0].p.out_type];
-    kernel<<<grid, dim3(TILE_W, TILE_H), 0, s>>>((const ladle__gpu_warp_desc *)dev_params);
+    kernel<<<grid, dim3(TILE_W, TILE_H), 0, s>>>((const ladle__gpu_warp_desc *)dev_params, narrow);
   }
   LADLE_CUDA_CHECK_LAUNCH(warp_kernel);
 done:

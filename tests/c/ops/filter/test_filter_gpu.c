@@ -178,6 +178,108 @@ static void test_conv_large(void) {
   }
 }
 
+/* Batches that take the fast kernel (uint8 input, every sample with the same
+ * 3x3 or 5x5 filter size and 1 or 3 elements a pixel): every border mode,
+ * both output types, "same" with random anchors and "valid", frames,
+ * samples of 1x1, 1 x n, n x 1, smaller than the filter, odd sizes and
+ * several tiles (edge and interior ones), inputs at every offset mod 4 (so
+ * rows start at every alignment). */
+static void test_conv_fast(void) {
+  ladle__rng_init(&rng, 24, 1, 0, 0);
+  static float taps[7][25];
+  for (int r = 3; r <= 5; r += 2)
+    for (int cl = 1; cl <= 3; cl += 2)
+      for (int border = LADLE__BORDER_REFLECT_101; border <= LADLE__BORDER_CONSTANT; border++)
+        for (int of = 0; of < 2; of++)
+          for (int valid = 0; valid < 2; valid++) {
+            const int out_type = of ? LADLE_FLOAT32 : LADLE_UINT8;
+            ladle__conv_desc d[7];
+            for (int i = 0; i < 7; i++) {
+              /* cl 3: HWC or FHWC with 3 channels; cl 1: CHW, FCHW or HW-like (1 channel) */
+              const int layout = cl == 3 ? (i % 2 ? 2 : 0) : (i % 3 == 0 ? 1 : i % 3 == 1 ? 3 : 4);
+              int64_t h = rnd_int(1, 60), w = rnd_int(1, 90);
+              if (i == 0) h = w = 1;
+              if (i == 1) h = 1, w = rnd_int(2, 300);
+              if (i == 2) h = rnd_int(2, 50), w = 1;
+              if (i == 3) h = rnd_int(1, r - 1), w = rnd_int(1, r - 1);
+              if (i == 4) h = rnd_int(40, 90), w = rnd_int(150, 420);
+              if (valid) h = h < r ? r : h, w = w < r ? r : w;
+              make(&d[i], taps[i], LADLE_UINT8, out_type, border, layout, h, w, r, r, valid);
+              if (cl == 3) d[i].channels = 3;
+              if (layout == 4) d[i].channels = 1;
+            }
+            CHECK(run_case(d, 7, (r + cl + border + of + valid) % 4) == 0);
+          }
+}
+
+/* The benchmark's case on the fast kernel: ImageNet-like HWC samples, one 5x5
+ * filter each (different values), reflect_101. */
+static void test_conv_fast_large(void) {
+  ladle__rng_init(&rng, 25, 1, 0, 0);
+  static float taps[3][25];
+  ladle__conv_desc d[3];
+  static const int hw[3][2] = {{403, 463}, {375, 500}, {500, 333}};
+  for (int i = 0; i < 3; i++) {
+    make(&d[i], taps[i], LADLE_UINT8, LADLE_UINT8, LADLE__BORDER_REFLECT_101, 0, hw[i][0], hw[i][1], 5, 5, 0);
+    d[i].channels = 3, d[i].ay = d[i].ax = 2;
+  }
+  CHECK(run_case(d, 3, 3) == 0);
+}
+
+/* Not a check: times op_bench's filter row (256 uint8 HWC images of about
+ * 463 x 403, a 5x5 filter each, reflect_101; the fast kernel) and a batch of
+ * the same images whose filters differ in size (the generic tiled kernel),
+ * and prints the stream time per batch (parameter upload and kernel). */
+enum { TB = 256, ITERS = 10 };
+
+static void time_conv(const char *name, const ladle__conv_desc *d, int taps) {
+  size_t bytes = ladle__gpu_conv_param_bytes(TB, taps);
+  void *host[ITERS], *dev[ITERS];
+  for (int it = 0; it < ITERS; it++) {
+    CUDA_OK(cudaMallocHost(&host[it], bytes));
+    CUDA_OK(cudaMalloc(&dev[it], bytes));
+  }
+  CHECK_OK(ladle__gpu_conv(d, TB, taps, host[0], dev[0], bytes, stream));
+  CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  cudaEventRecord(e0, (cudaStream_t)stream);
+  for (int it = 0; it < ITERS; it++) CHECK_OK(ladle__gpu_conv(d, TB, taps, host[it], dev[it], bytes, stream));
+  cudaEventRecord(e1, (cudaStream_t)stream);
+  CUDA_OK(cudaEventSynchronize(e1));
+  float ms = 0;
+  cudaEventElapsedTime(&ms, e0, e1);
+  fprintf(stderr, "  time %-22s stream %.3f ms/batch\n", name, ms / ITERS);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (int it = 0; it < ITERS; it++) cudaFreeHost(host[it]), cudaFree(dev[it]);
+}
+
+static void report_times(void) {
+  ladle__rng_init(&rng, 26, 1, 0, 0);
+  static ladle__conv_desc d[TB];
+  static float taps[TB][25];
+  size_t max_bytes = 540 * 470 * 3;
+  uint8_t *buf = malloc(max_bytes);
+  fill(buf, LADLE_UINT8, (int64_t)max_bytes);
+  for (int i = 0; i < TB; i++) {
+    make(&d[i], taps[i], LADLE_UINT8, LADLE_UINT8, LADLE__BORDER_REFLECT_101, 0, rnd_int(336, 470), rnd_int(386, 540),
+         5, 5, 0);
+    d[i].channels = 3, d[i].ay = d[i].ax = 2;
+    void *in = NULL, *out = NULL;
+    CUDA_OK(cudaMalloc(&in, (size_t)(d[i].h * d[i].w * 3)));
+    CUDA_OK(cudaMalloc(&out, (size_t)(d[i].h * d[i].w * 3)));
+    CUDA_OK(cudaMemcpy(in, buf, (size_t)(d[i].h * d[i].w * 3), cudaMemcpyHostToDevice));
+    d[i].in = in, d[i].out = out;
+  }
+  free(buf);
+  time_conv("filter 5x5 (fast)", d, TB * 25);
+  d[0].r = d[0].s = 3; /* one 3x3 filter in the batch: the generic kernel for all */
+  time_conv("filter 5x5 (generic)", d, TB * 25);
+  for (int i = 0; i < TB; i++) cudaFree((void *)d[i].in), cudaFree(d[i].out);
+}
+
 int main(void) {
   if (ladle__cuda_device_count() == 0) {
     printf("skipped: no CUDA device\n");
@@ -188,6 +290,9 @@ int main(void) {
   RUN(test_conv_mixed);
   RUN(test_conv_sizes);
   RUN(test_conv_large);
+  RUN(test_conv_fast);
+  RUN(test_conv_fast_large);
+  RUN(report_times);
   ladle__cuda_stream_destroy(stream);
   TEST_MAIN_END();
 }

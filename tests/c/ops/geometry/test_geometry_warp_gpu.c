@@ -1,7 +1,9 @@
 /* The CUDA kernels of warp_affine/rotate and paste against their CPU
  * references (ops/geometry/warp_kernel.h) on random images, matrices, sizes,
  * element types (shared by the batch, or mixed), channel counts, filters,
- * borders, 1-pixel images and outputs, and (paste) unaligned canvases: bit-identical (both evaluate
+ * borders, 1-pixel images and outputs, rotate's matrices and canvases at
+ * every angle class with unaligned images and outputs, and (paste)
+ * unaligned canvases: bit-identical (both evaluate
  * warp_sample.h's float operations in the same order, each rounded on its
  * own). Exits 77 (ctest's SKIP) without CUDA or a device. */
 #include <stdint.h>
@@ -155,6 +157,59 @@ static void test_paste(void) {
   }
 }
 
+/* rotate's matrices (warp.c's rotate_setup) on its enlarged canvas: angles
+ * 0, 90, 180, 270, small, odd and random; uint8 input to uint8 or float,
+ * 1, 3 or 4 channels, LINEAR and NN, fill value or clamped border, images
+ * and canvases at byte offsets 0..3 (the kernel's 2- and 4-byte stores on
+ * every alignment), 1-pixel images, odd sizes. */
+static void test_rotate(void) {
+  static const double angles[] = {0, 90, 180, 270, -90, 17, -33.3, 45, 1e-3, 123.4, 359.99};
+  for (int round = 0; round < 60; round++) {
+    ladle__gpu_warp_desc d[BATCH];
+    gpu_sample g[BATCH];
+    int offs[BATCH][2];
+    const int n = rnd_int(1, BATCH), out_type = round % 3 == 2 ? LADLE__WARP_F32 : LADLE__WARP_U8;
+    const int big = round % 10 == 9, C = round % 5 == 4 ? (round % 2 ? 1 : 4) : 3;
+    for (int i = 0; i < n; i++) {
+      ladle__warp_params p;
+      memset(&p, 0, sizeof p);
+      p.in_h = rnd_int(1, big ? 480 : 70), p.in_w = rnd_int(1, big ? 500 : 70), p.channels = C;
+      if (rnd_int(0, 6) == 0) p.in_h = p.in_w = 1;
+      p.in_type = LADLE__WARP_U8, p.out_type = out_type;
+      p.linear = round % 7 != 3, p.use_fill = round % 4 != 1;
+      ladle__warp_fill(&p, round % 3 ? 0 : rnd_range(-20, 300));
+      const double deg = i < 2 ? angles[(round + i) % 11] : rnd_range(-360, 360);
+      const float a = (float)deg * (float)(M_PI / 180.0), c = cosf(a), sn = sinf(a);
+      const double ca = fabs(cos((double)a)), sa = fabs(sin((double)a));
+      p.out_w = (int)ceil(ca * p.in_w + sa * p.in_h - 1e-2), p.out_h = (int)ceil(ca * p.in_h + sa * p.in_w - 1e-2);
+      p.out_w += p.out_w % 2 != (sa <= ca ? p.in_w : p.in_h) % 2;
+      p.out_h += p.out_h % 2 != (sa <= ca ? p.in_h : p.in_w) % 2;
+      const float ow = (float)p.out_w * 0.5f, oh = (float)p.out_h * 0.5f;
+      p.m[0] = c, p.m[1] = -sn, p.m[3] = sn, p.m[4] = c;
+      p.m[2] = (c * -ow + -sn * -oh) + (float)p.in_w * 0.5f;
+      p.m[5] = (sn * -ow + c * -oh) + (float)p.in_h * 0.5f;
+      const size_t in_bytes = (size_t)p.in_h * p.in_w * C, out_bytes = (size_t)p.out_h * p.out_w * C * (out_type ? 4 : 1);
+      offs[i][0] = rnd_int(0, 3), offs[i][1] = out_type ? 0 : rnd_int(0, 3);
+      sample_alloc(&g[i], in_bytes + 3, out_bytes + 3);
+      CHECK(cudaMemset(g[i].out_dev, 0xa5, g[i].out_bytes) == cudaSuccess); /* bytes the kernel must not write */
+      memset(g[i].out_cpu, 0xa5, g[i].out_bytes);
+      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      ladle__warp_affine((uint8_t *)g[i].out_cpu + offs[i][1], (const uint8_t *)g[i].in_host + offs[i][0], &p);
+      d[i] = (ladle__gpu_warp_desc){(const uint8_t *)g[i].in_dev + offs[i][0], (uint8_t *)g[i].out_dev + offs[i][1], p};
+    }
+    CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
+    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
+    for (int i = 0; i < n; i++) {
+      if (!sample_compare(&g[i]))
+        fprintf(stderr, "rotate: sample %d differs (%dx%dx%d -> %dx%d, out type %d, linear %d, fill %d, offsets %d %d)\n",
+                i, d[i].p.in_w, d[i].p.in_h, C, d[i].p.out_w, d[i].p.out_h, out_type, d[i].p.linear, d[i].p.use_fill,
+                offs[i][0], offs[i][1]);
+      CHECK(sample_compare(&g[i]));
+      sample_free(&g[i]);
+    }
+  }
+}
+
 static void test_bad_arguments(void) {
   ladle__gpu_warp_desc d;
   memset(&d, 0, sizeof d);
@@ -270,6 +325,7 @@ int main(void) {
   CHECK(cudaHostAlloc(&host_params, PARAM_BYTES, cudaHostAllocDefault) == cudaSuccess);
   CHECK(cudaMalloc(&dev_params, PARAM_BYTES) == cudaSuccess);
   RUN(test_warp);
+  RUN(test_rotate);
   RUN(test_paste);
   RUN(test_bad_arguments);
   RUN(report_times);

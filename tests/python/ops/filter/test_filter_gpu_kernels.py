@@ -1,7 +1,8 @@
 """The filter family's CUDA kernels against their CPU operators on random inputs, bit-identical: normalize
 (uint8 statistics from exact integer sums, so the same whatever the GPU's summation order; other types summed
 in the CPU's chunk order) over every arrangement of reduced axes the kernels tell apart; filter (shared-memory
-tiles) with per-sample filters of different sizes, every border mode, every layout; gaussian_blur's typed
+tiles) with per-sample filters of different sizes, every border mode, every layout, and the fast kernel of
+batches with one 3x3 or 5x5 filter size; gaussian_blur's typed
 passes. Odd sample sizes put later samples of a batch at odd addresses (unaligned rows). Also normalize's CPU
 statistics against NumPy in float64."""
 
@@ -131,6 +132,32 @@ def test_gpu_filter_equals_cpu(border, dtype):
         return (fn.filter(x, k, *fill, device=dev, border=border),
                 fn.filter(x, k, *fill, device=dev, border=border, dtype=types.FLOAT, anchor=[0, 0]))
     assert_same(feeds, graph, "HWC")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("border", ["reflect_101", "reflect_1001", "wrap", "clamp", "constant"])
+@pytest.mark.parametrize("size", [3, 5])
+def test_gpu_filter_fast_path_equals_cpu(border, size):
+    """uint8 batches whose filters all have one size (3x3 or 5x5, different values per sample): the fast kernel,
+    HWC (3 elements a pixel) and HW / CHW (1), with edge tiles, 1-pixel, 1-row, 1-column samples and samples
+    smaller than the filter; uint8 and float output, the default and a corner anchor, mode valid."""
+    shapes = [(403, 463, 3), (1, 1, 3), (1, 37, 3), (57, 1, 3), (2, 2, 3), (129, 260, 3), (45, 50, 3), (17, 301, 3)]
+    batch, filters = samples(13, np.uint8, shapes), kernels(14, [(size, size)] * len(shapes))
+    feeds = [batch, filters]
+    if border == "constant":
+        feeds.append([np.array(v, np.uint8) for v in (3, 9, 100, 0, 7, 1, 2, 50)])
+
+    def graph(fn, x, k, *fill, dev):
+        return (fn.filter(x, k, *fill, device=dev, border=border),
+                fn.filter(x, k, *fill, device=dev, border=border, dtype=types.FLOAT, anchor=[0, size - 1]))
+    assert_same(feeds, graph, "HWC")
+    hw = samples(15, np.uint8, [(300, 411), (1, 1), (5, 1), (1, 9), (64, 129)])
+    assert_same([hw, kernels(16, [(size, size)] * 5)] + ([[np.array(v, np.uint8) for v in (1, 2, 3, 4, 5)]]
+                                                        if border == "constant" else []),
+                lambda fn, x, k, *fill, dev: fn.filter(x, k, *fill, device=dev, border=border), "HW")
+    chw = samples(17, np.uint8, [(3, 40, 41), (2, 9, 300), (1, size, size)])
+    assert_same([chw, kernels(18, [(size, size)] * 3)],
+                lambda fn, x, k, dev: fn.filter(x, k, device=dev, mode="valid", border=border), "CHW")
 
 
 @pytest.mark.gpu

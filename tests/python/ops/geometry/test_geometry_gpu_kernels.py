@@ -110,6 +110,19 @@ def test_warps(dtype, channels):
 
 
 @pytest.mark.parametrize("channels", [1, 3, 4])
+def test_rotate_right_angles_and_fills(channels):
+    """uint8 rotate (the kernel's fast path: taps inside read by words, pixels outside only the fill): right
+    angles, angles near 0 and 360, fill values that round, saturate or are absent, float output."""
+    imgs = images(40 + channels, channels=channels, hi=130)
+    angles = np.array([90.0, 180.0, 270.0, -0.001, 359.0], np.float32)
+    for fill in (0, 37.6, 300, None):
+        kw = {} if fill is None else {"fill_value": fill}
+        same_on_both(lambda d, x, a: fn.rotate(x, device=d, angle=a, **kw), {"x": imgs, "a": angles})
+    same_on_both(lambda d, x, a: fn.rotate(x, device=d, angle=a, fill_value=5, dtype=types.FLOAT),
+                 {"x": imgs, "a": np.array([17.0, 90.0, -123.0, 0.0, 45.0], np.float32)})
+
+
+@pytest.mark.parametrize("channels", [1, 3, 4])
 def test_paste(channels):
     imgs = images(30 + channels, channels=channels, hi=80)
     ratio = np.array([1.0, 2.0, 1.37, 3.1, 1.01], np.float32)
