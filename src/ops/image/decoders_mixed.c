@@ -11,9 +11,10 @@
  *    hybrid_huffman_threshold that nvJPEG's GPU-Huffman backend takes, by the
  *    node's own GPU_HYBRID decoder (own handle, state and CUDA stream; made
  *    by the first image that comes this way, as most pipelines send none
- *    here at the default threshold) from a worker thread, whole images cropped by the same crop kernel; its stream
- *    is ordered after the pipeline's (fork event) and the pipeline's after it
- *    (join event) before the crops run and the batch is handed on.
+ *    here at the default threshold) from a worker thread, whole images
+ *    cropped by the same crop kernel; its stream is ordered after the
+ *    pipeline's (fork event) and the pipeline's after it (join event) before
+ *    the crops run and the batch is handed on.
  *  - cpu: every other image, decoded on the CPU workers into pinned memory
  *    and copied up.
  * All give the same output shape, so a batch may mix them; a batch nvJPEG
