@@ -28,30 +28,22 @@ import argparse
 import json
 import os
 import re
-import socket
 import subprocess
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+sys.path.insert(0, os.path.join(HERE, "..", "tools"))
 
 import common  # noqa: E402
+from torchrun_env import free_port, rank_env as torchrun_env  # noqa: E402
 
 TRAIN_SCRIPT = os.path.join(HERE, "..", "examples", "imagenet", "train.py")
 
 
-def free_port():
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def rank_env(rank, world, port, dali=False):
-    env = common.child_env(dali)
-    env.update(RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world),
-               MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
-    return env
+    return torchrun_env(common.child_env(dali), rank, world, port)
 
 
 def die_with_parent(cores=None):

@@ -849,7 +849,8 @@ class Pipeline:
         measurements the environment variable LADLE_EXECUTOR_STAGES=1, read
         when the pipeline is built, runs every node on one thread; as a test
         knob, LADLE_EXECUTOR_SPLIT=k starts the device stage at operator k
-        (in the order added) of a CPU pipeline too, and
+        (in the order added; 1 <= k <= the number of operators, else build()
+        fails) of a CPU pipeline too, and
         LADLE_EXECUTOR_SETUP_AHEAD=1 (experimental) moves the mixed decoder's
         reading of the image headers into the host stage.
         "fused" is True for an operator computed inside the one after it:

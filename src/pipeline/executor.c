@@ -29,8 +29,10 @@
  *   LADLE_EXECUTOR_STAGES=1   one stage: one thread runs every node (the
  *                             serial executor, for A/B comparisons);
  *   LADLE_EXECUTOR_SPLIT=k    the device stage starts at node k (in the order
- *                             added) if that is earlier than the first
- *                             non-CPU node: tests the two stages on the CPU;
+ *                             added, 1 <= k <= the number of nodes: k past
+ *                             the last node is one stage) if that is earlier
+ *                             than the first non-CPU node: tests the two
+ *                             stages on the CPU; another value fails the build;
  *   LADLE_EXECUTOR_SETUP_AHEAD=1 (or 0)  the device stage's first node is
  *                             set up ahead by the host stage (or not), whatever
  *                             its device.
@@ -833,17 +835,24 @@ static void *device_main(void *arg) {
 
 /* Where the device stage starts (see the top of this file): num_nodes for
  * one stage. */
-static int stage_split(const ladle_pipeline *p) {
+static ladle_status stage_split(const ladle_pipeline *p, int *out) {
+  ladle_status st = LADLE_OK;
   int n = p->num_nodes, split = n;
+  *out = n;
   const char *stages = getenv("LADLE_EXECUTOR_STAGES");
-  if (stages && strcmp(stages, "1") == 0) return n;
+  if (stages && strcmp(stages, "1") == 0) return LADLE_OK;
   for (int i = 0; i < n && split == n; i++)
     if (p->nodes[i]->device != LADLE_ON_CPU && !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL)) split = i;
   const char *forced = getenv("LADLE_EXECUTOR_SPLIT");
   if (forced && forced[0]) {
     char *end = NULL;
     long k = strtol(forced, &end, 10);
-    if (*end == 0 && k >= 1 && k < split) split = (int)k;
+    int whole = forced[0] >= '0' && forced[0] <= '9' && *end == 0; /* no sign, no space, nothing after */
+    LADLE_CHECK(whole && k >= 1 && k <= n, LADLE_ERROR_INVALID_ARGUMENT,
+                "LADLE_EXECUTOR_SPLIT=\"%s\" is not a node index of this pipeline: it must be a whole number k, "
+                "1 <= k <= %d (its number of nodes; the device stage starts at node k, k = %d: one stage)",
+                forced, n, n);
+    if (k < split) split = (int)k;
   }
   for (int moved = 1; moved && split < n;) { /* a node fused or merged into a consumer: in its stage */
     moved = 0;
@@ -857,8 +866,9 @@ static int stage_split(const ladle_pipeline *p) {
   for (int i = 0; i < n && reader == n; i++)
     if (p->nodes[i] == p->reader) reader = i;
   for (int i = 0; i < split; i++) work |= !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL);
-  if (split <= 0 || !work || (p->reader && reader >= split)) return n;
-  return split;
+  if (split > 0 && work && !(p->reader && reader >= split)) *out = split;
+done:
+  return st;
 }
 
 static ladle_status iter_alloc(ladle_pipeline *p, ladle__iter *t) {
@@ -914,7 +924,7 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
     LADLE_ALLOC(p->queue[i].records, p->params.batch_size);
   }
   LADLE_ALLOC(p->last_records, p->params.batch_size);
-  p->split = stage_split(p);
+  LADLE_TRY(stage_split(p, &p->split));
   int staged = p->split < p->num_nodes;
   p->config_base = p->config_b = p->config;
   for (int i = p->split; i < p->num_nodes; i++) p->nodes[i]->config = &p->config_b;

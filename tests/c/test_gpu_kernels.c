@@ -11,39 +11,24 @@
  *   and chroma upsampling). On smooth synthetic images: mean |diff| <= 1.5 and
  *   max |diff| <= 24 per image; on tests/data's high-frequency images: mean
  *   <= 8. The measured values are printed; tighten the bounds once seen. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
 #include <math.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <cuda_runtime_api.h>
 #include <jpeglib.h>
 
 #include "codec/image.h"
 #include "codec/nvjpeg.h"
 #include "core/error.h"
 #include "test_random.h"
-#include "cuda/runtime.h"
 #include "ops/kernels/dtype.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/kernels/half.h"
 #include "ops/geometry/normalize_kernel.h"
 #include "ops/geometry/resize_kernel.h"
-#include "test.h"
-#include "test_cuda.h"
 
 static void *stream;
 
@@ -833,12 +818,8 @@ int main(void) {
   int wstatus = 0, child = skip_latch ? 0 : -1;
   if (pid > 0 && waitpid(pid, &wstatus, 0) == pid && WIFEXITED(wstatus)) child = WEXITSTATUS(wstatus);
 
-  int n = ladle__cuda_device_count();
-  if (n == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
-  fprintf(stderr, "%d CUDA device(s)\n", n);
+  TEST_SKIP_WITHOUT_DEVICE();
+  fprintf(stderr, "%d CUDA device(s)\n", ladle__cuda_device_count());
   CHECK(child == 0);
   fprintf(stderr, "%s test_sticky_latch (child exit %d)\n", child == 0 ? "ok  " : "FAIL", child);
   CHECK_OK(ladle__cuda_use_device(0, NULL));

@@ -320,35 +320,51 @@ static ladle_batch *bytes_batch(int n, int len, int first) {
   return b;
 }
 
-/* external_source: fed batches come out in order, each iteration as big as
- * its fed batch; a run with nothing fed fails at once; fed batches still
- * queued at destroy are released (the ASan build checks). */
-static void test_external_source(void) {
+/* external_source "src" (1-D uint8) then `casts` casts to int32, the last
+ * the output; batch 8, 2 threads; not built. */
+static ladle_pipeline *source_pipeline(int casts) {
   ladle_pipeline *p = new_pipeline(8, 2);
   ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
                        {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
                        {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
-  int src = -1, cast = -1;
-  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
+  int node = -1;
+  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &node));
   ladle_arg to_int = {"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1};
-  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &src, 1, &to_int, 1, NULL, &cast));
-  CHECK_OK(ladle_pipeline_set_outputs(p, &cast, 1));
+  for (int k = 0; k < casts; k++) {
+    int in = node;
+    CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &in, 1, &to_int, 1, NULL, &node));
+  }
+  CHECK_OK(ladle_pipeline_set_outputs(p, &node, 1));
+  return p;
+}
+
+/* source_pipeline's p: a run before anything is fed fails; then `fed`
+ * batches of sizes[k] samples of 4 bytes (batch k's bytes from 10 k on) go
+ * in, and `runs` iterations come out, each its fed batch. */
+static void feed_and_run(ladle_pipeline *p, const int *sizes, int fed, int runs) {
   ladle_batch *out = NULL;
   CHECK(ladle_pipeline_run(p, &out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "'src' has no data"));
-
-  int sizes[4] = {8, 3, 1, 5};
-  for (int k = 0; k < 4; k++) {
+  for (int k = 0; k < fed; k++) {
     ladle_batch *b = bytes_batch(sizes[k], 4, 10 * k);
     CHECK_OK(ladle_pipeline_feed(p, "src", b));
     ladle_batch_release(b); /* the pipeline holds its own reference */
   }
-  for (int k = 0; k < 3; k++) {
+  for (int k = 0; k < runs; k++) {
     CHECK_OK(ladle_pipeline_run(p, &out));
     CHECK(ladle_batch_num_samples(out) == sizes[k]);
     const int32_t *last = ladle_batch_data(out, sizes[k] - 1);
     CHECK(last[3] == 10 * k + sizes[k] * 4 - 1);
     ladle_batch_release(out);
   }
+}
+
+/* external_source: fed batches come out in order, each iteration as big as
+ * its fed batch; a run with nothing fed fails at once; fed batches still
+ * queued at destroy are released (the ASan build checks). */
+static void test_external_source(void) {
+  ladle_pipeline *p = source_pipeline(1);
+  const int sizes[4] = {8, 3, 1, 5};
+  feed_and_run(p, sizes, 4, 3);
   ladle_batch *wrong = NULL;
   int64_t shape2[2] = {2, 2};
   uint8_t zeros[4] = {0};
@@ -366,8 +382,9 @@ static void test_external_source(void) {
   ladle_pipeline_destroy(p); /* with the 5-sample batch and two more fed, some maybe prepared */
 }
 
-static void test_no_allocation_when_warm(void) {
-  ladle_pipeline *p = random_pipeline(32, 2, 2, 3);
+/* Warms p up, then runs 50 iterations between two readings of its host
+ * pool's figures; checks that those allocated nothing. */
+static void check_warm_allocs(ladle_pipeline *p, ladle__pool_stats *before, ladle__pool_stats *after) {
   static uint8_t buf[1 << 20];
   /* Warm up at the peak of iterations alive at once: a slow consumer lets
    * the queue fill while it holds a batch. */
@@ -378,11 +395,16 @@ static void test_no_allocation_when_warm(void) {
   /* ... and at a fast consumer's: the executor may take the next iteration's
    * batches a moment before the consumer has released its last ones. */
   for (int i = 0; i < 20; i++) collect(p, 10, buf);
-  ladle__pool_stats before, after;
-  ladle__pool_get_stats(p->host_pool, &before);
+  ladle__pool_get_stats(p->host_pool, before);
   collect(p, 50, buf);
-  ladle__pool_get_stats(p->host_pool, &after);
-  CHECK(after.system_allocs == before.system_allocs);
+  ladle__pool_get_stats(p->host_pool, after);
+  CHECK(after->system_allocs == before->system_allocs);
+}
+
+static void test_no_allocation_when_warm(void) {
+  ladle_pipeline *p = random_pipeline(32, 2, 2, 3);
+  ladle__pool_stats before, after;
+  check_warm_allocs(p, &before, &after);
   if (after.system_allocs != before.system_allocs)
     fprintf(stderr, "allocs %llu -> %llu, reuses %llu -> %llu\n", (unsigned long long)before.system_allocs,
             (unsigned long long)after.system_allocs, (unsigned long long)before.reuses, (unsigned long long)after.reuses);
@@ -417,7 +439,8 @@ static void test_memory_stats_and_release(void) {
 /* --- the executor's two stages (executor.c), forced on these CPU pipelines ------------------------------------ */
 
 /* Staging as given: -1 the default (one stage on the CPU), 0 one stage
- * (LADLE_EXECUTOR_STAGES=1), k >= 1 the device stage from node k; read at build. */
+ * (LADLE_EXECUTOR_STAGES=1), k >= 1 the device stage from node k (k past the
+ * last node: one stage, beyond: an error); read at build. */
 static void set_staging(int split) {
   char text[16];
   unsetenv("LADLE_EXECUTOR_SPLIT");
@@ -464,15 +487,19 @@ static void test_two_stages_give_the_same_bytes(void) {
     CHECK(pos.iteration == 3); /* iterations handed out, not those the stages prepared */
     ladle_pipeline_destroy(p);
   }
-  /* The boundary past the last node, or at none: one stage. */
-  for (int split = 2; split <= 3; split++) {
-    ladle_pipeline *p = staged(random_pipeline(16, 2, 2, 7), split);
-    collect(p, 2, other);
-    ladle_pipeline_stats st;
-    CHECK_OK(ladle_pipeline_get_stats(p, &st));
-    CHECK(st.device_stage_seconds == 0);
-    ladle_pipeline_destroy(p);
-  }
+  /* The boundary past the last node: one stage; beyond it, no boundary: the build fails. */
+  ladle_pipeline *p = staged(random_pipeline(16, 2, 2, 7), 2);
+  collect(p, 2, other);
+  ladle_pipeline_stats st;
+  CHECK_OK(ladle_pipeline_get_stats(p, &st));
+  CHECK(st.device_stage_seconds == 0);
+  ladle_pipeline_destroy(p);
+  p = random_pipeline(16, 2, 2, 7);
+  set_staging(3);
+  CHECK(ladle_pipeline_build(p) == LADLE_ERROR_INVALID_ARGUMENT);
+  set_staging(-1);
+  CHECK(strstr(ladle_last_error(), "LADLE_EXECUTOR_SPLIT=\"3\" is not a node index") != NULL);
+  ladle_pipeline_destroy(p);
 }
 
 /* Fed seeds and external sources are taken by the host stage, in order. */
@@ -492,32 +519,10 @@ static void test_two_stages_fed_data(void) {
   CHECK(ladle_pipeline_run(p, out) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "no seed"));
   ladle_pipeline_destroy(p);
 
-  p = new_pipeline(8, 2);
-  ladle_arg args[3] = {{"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_UINT8}}, -1},
-                       {"ndim", {LADLE_ARG_INT, 1, {.i = 1}}, -1},
-                       {"layout", {LADLE_ARG_STRING, 1, {.s = ""}}, -1}};
-  int src = -1, cast = -1, again = -1;
-  CHECK_OK(ladle_pipeline_add_op(p, "external_source", "cpu", NULL, 0, args, 3, "src", &src));
-  ladle_arg to_int = {"dtype", {LADLE_ARG_DTYPE, 1, {.i = LADLE_INT32}}, -1};
-  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &src, 1, &to_int, 1, NULL, &cast));
-  CHECK_OK(ladle_pipeline_add_op(p, "cast", "cpu", &cast, 1, &to_int, 1, NULL, &again));
-  CHECK_OK(ladle_pipeline_set_outputs(p, &again, 1));
+  p = source_pipeline(2);
   staged(p, 2); /* a host stage of the source alone would be one stage */
-  ladle_batch *one = NULL;
-  CHECK(ladle_pipeline_run(p, &one) == LADLE_ERROR_STATE && strstr(ladle_last_error(), "'src' has no data"));
-  int sizes[5] = {8, 3, 1, 5, 2};
-  for (int k = 0; k < 5; k++) {
-    ladle_batch *b = bytes_batch(sizes[k], 4, 10 * k);
-    CHECK_OK(ladle_pipeline_feed(p, "src", b));
-    ladle_batch_release(b);
-  }
-  for (int k = 0; k < 4; k++) {
-    CHECK_OK(ladle_pipeline_run(p, &one));
-    CHECK(ladle_batch_num_samples(one) == sizes[k]);
-    const int32_t *last = ladle_batch_data(one, sizes[k] - 1);
-    CHECK(last[3] == 10 * k + sizes[k] * 4 - 1);
-    ladle_batch_release(one);
-  }
+  const int sizes[5] = {8, 3, 1, 5, 2};
+  feed_and_run(p, sizes, 5, 4);
   ladle_pipeline_stats st;
   CHECK_OK(ladle_pipeline_get_stats(p, &st));
   CHECK(st.device_stage_seconds > 0);
@@ -540,16 +545,8 @@ static void test_two_stages_start_and_stop(void) {
     ladle_pipeline_destroy(p);
   }
   ladle_pipeline *p = staged(random_pipeline(32, 2, 2, 3), 1);
-  for (int i = 0; i < 10; i++) {
-    collect(p, 1, buf);
-    usleep(3000);
-  }
-  for (int i = 0; i < 20; i++) collect(p, 10, buf);
   ladle__pool_stats before, after;
-  ladle__pool_get_stats(p->host_pool, &before);
-  collect(p, 50, buf);
-  ladle__pool_get_stats(p->host_pool, &after);
-  CHECK(after.system_allocs == before.system_allocs);
+  check_warm_allocs(p, &before, &after);
   ladle_pipeline_destroy(p);
 }
 

@@ -16,6 +16,10 @@ except ImportError:  # run from a checkout: use the in-tree package (built with 
 from ladle import fn
 from ladle.pipeline import op_schemas
 
+TOOLS = os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+if TOOLS not in sys.path:
+    sys.path.append(TOOLS)  # tools/torchrun_env.py (run_ranks)
+
 
 def cuda_usable():
     info = ladle.build_info()
@@ -195,17 +199,15 @@ def run_ranks(argv, world, log_dir, timeout):
     PYTHONPATH; returns their exit codes and outputs, or fails the test on a
     hang, showing the outputs. Output goes to files, not pipes: a rank blocked
     on a full pipe that nobody reads would stall the others in a collective."""
-    import socket
     import subprocess
 
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = str(s.getsockname()[1])
+    from torchrun_env import free_port, rank_env
+
+    port = free_port()
     python_dir = os.path.dirname(os.path.dirname(os.path.abspath(ladle.__file__)))
     procs, logs = [], []
     for rank in range(world):
-        env = dict(os.environ, RANK=str(rank), LOCAL_RANK=str(rank), WORLD_SIZE=str(world),
-                   LOCAL_WORLD_SIZE=str(world), MASTER_ADDR="127.0.0.1", MASTER_PORT=port, OMP_NUM_THREADS="1")
+        env = rank_env(os.environ, rank, world, port)
         env["PYTHONPATH"] = python_dir + os.pathsep + env.get("PYTHONPATH", "")
         logs.append(open(os.path.join(str(log_dir), f"rank{rank}.log"), "w+b"))
         procs.append(subprocess.Popen([sys.executable] + list(argv), env=env, stdout=logs[-1],

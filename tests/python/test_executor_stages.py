@@ -7,6 +7,7 @@ error and position must then be the bytes of the one-stage executor
 
 import contextlib
 import os
+import re
 import threading
 import time
 
@@ -410,6 +411,36 @@ def test_a_cpu_pipeline_has_one_stage(sample_root):
     pipe.run()
     stats = pipe.executor_statistics()
     assert stats["host_stage_seconds"] == 0 and stats["device_stage_seconds"] == 0
+    pipe.close()
+
+
+def two_random_ops():
+    pipe = ladle.Pipeline(batch_size=2, num_threads=1, seed=1)
+    with pipe:
+        pipe.set_outputs(fn.random.coin_flip(), fn.random.uniform(range=[0, 1]))
+    return pipe
+
+
+def test_a_split_past_the_last_node_is_one_stage():
+    n = num_ops(two_random_ops)
+    assert n == 2
+    pipe = built(two_random_ops, n)
+    pipe.run()
+    assert pipe.executor_statistics()["device_stage_seconds"] == 0
+    pipe.close()
+
+
+@pytest.mark.parametrize("value", ["3", "0", "-1", "+1", " 1", "1x", "1.0", "x", "99999999999999999999"])
+def test_a_split_that_is_no_node_index_fails_the_build(monkeypatch, value):
+    """Anything but a whole number 1 <= k <= the number of nodes (here 2): an
+    error at build naming the variable and the value, not one stage without a word."""
+    for k in KNOBS:
+        monkeypatch.delenv(k, raising=False)
+    monkeypatch.setenv("LADLE_EXECUTOR_SPLIT", value)
+    pipe = two_random_ops()
+    with pytest.raises(ladle.Error, match=re.escape(f'LADLE_EXECUTOR_SPLIT="{value}" is not a node index') +
+                       r".*1 <= k <= 2"):
+        pipe.build()
     pipe.close()
 
 

@@ -49,47 +49,64 @@ __device__ __forceinline__ int next_channel(int c, int step, int ch) {
   return c >= ch ? c - ch : c;
 }
 
-/* Bytes [lo, hi) of a run starting at p that are read one at a time: those
- * before the first 4-aligned address (at most 3) and after the last whole
- * word; a is where the words begin, words their count. */
-__device__ __forceinline__ void word_range(const void *p, int64_t lo, int64_t hi, int64_t *a, int64_t *words) {
-  int64_t head = (int64_t)((4 - ((uintptr_t)p + (uintptr_t)lo) % 4) % 4);
-  *a = lo + head < hi ? lo + head : hi;
-  *words = (hi - *a) / 4;
+/* What a block of hist_kernel or apply_kernel takes: bytes [lo, hi) of run
+ * u = blockIdx.z of sample blockIdx.y, `span` per block along x; ch and tid
+ * as the kernels name them. */
+struct part {
+  int64_t u, lo, hi;
+  int ch, tid;
+};
+
+/* The block's part; false when it has none. */
+__device__ __forceinline__ bool block_part(const sample &s, int64_t span, part *b) {
+  b->u = blockIdx.z;
+  b->lo = (int64_t)blockIdx.x * span;
+  if (b->u >= s.runs || b->lo >= s.run_len) return false;
+  b->hi = b->lo + span < s.run_len ? b->lo + span : s.run_len;
+  b->ch = s.ch, b->tid = threadIdx.x;
+  return true;
 }
 
-/* The bytes [lo, hi) of run blockIdx.z of sample s that block blockIdx.x
- * takes, `span` per block; false when there are none. */
-__device__ __forceinline__ bool block_bytes(const sample &s, int64_t span, int64_t *lo, int64_t *hi) {
-  *lo = (int64_t)blockIdx.x * span;
-  if ((int64_t)blockIdx.z >= s.runs || *lo >= s.run_len) return false;
-  *hi = *lo + span < s.run_len ? *lo + span : s.run_len;
-  return true;
+/* How a part of a run starting at p is read: `words` aligned 4-byte words
+ * from byte a; the bytes before a (at most 3) and from tail on (after the
+ * last whole word) one at a time, thread tid taking lo + tid and tail + tid.
+ * c0: the channel of the thread's first word's first byte; adv: how far it
+ * moves from one of the thread's words to its next. */
+struct words {
+  int64_t a, count, tail;
+  int c0, adv;
+};
+
+__device__ __forceinline__ words words_of(const void *p, const part &b) {
+  words w;
+  const int64_t head = (int64_t)((4 - ((uintptr_t)p + (uintptr_t)b.lo) % 4) % 4);
+  w.a = b.lo + head < b.hi ? b.lo + head : b.hi;
+  w.count = (b.hi - w.a) / 4;
+  w.tail = w.a + 4 * w.count;
+  w.adv = (4 * THREADS) % b.ch;
+  w.c0 = channel_of(w.a + 4 * (int64_t)b.tid, b.ch);
+  return w;
 }
 
 __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict__ samples, int shared_ch) {
   extern __shared__ uint32_t counts[];
   const sample &s = samples[blockIdx.y];
-  const int64_t u = blockIdx.z;
-  int64_t lo, hi;
-  if (!block_bytes(s, HIST_SPAN, &lo, &hi)) return;
-  const int ch = s.ch, tid = threadIdx.x;
+  part b;
+  if (!block_part(s, HIST_SPAN, &b)) return;
+  const int ch = b.ch, tid = b.tid;
   const bool in_shared = ch <= shared_ch;
-  uint32_t *cnt = in_shared ? counts : s.hist + u * ch * 256;
+  uint32_t *cnt = in_shared ? counts : s.hist + b.u * ch * 256;
   if (in_shared) {
     for (int i = tid; i < ch * 256; i += THREADS) counts[i] = 0;
     __syncthreads();
   }
-  const uint8_t *p = s.in + u * s.run_stride;
-  int64_t a, words;
-  word_range(p, lo, hi, &a, &words);
-  if (lo + tid < a) atomicAdd(&cnt[channel_of(lo + tid, ch) * 256 + __ldg(p + lo + tid)], 1u);
-  const int64_t tail = a + 4 * words;
-  if (tail + tid < hi) atomicAdd(&cnt[channel_of(tail + tid, ch) * 256 + __ldg(p + tail + tid)], 1u);
-  const uint32_t *wp = (const uint32_t *)(p + a);
-  const int adv = (4 * THREADS) % ch;
-  int c0 = channel_of(a + 4 * (int64_t)tid, ch);
-  for (int64_t w = tid; w < words; w += THREADS) {
+  const uint8_t *p = s.in + b.u * s.run_stride;
+  const words ws = words_of(p, b);
+  if (b.lo + tid < ws.a) atomicAdd(&cnt[channel_of(b.lo + tid, ch) * 256 + __ldg(p + b.lo + tid)], 1u);
+  if (ws.tail + tid < b.hi) atomicAdd(&cnt[channel_of(ws.tail + tid, ch) * 256 + __ldg(p + ws.tail + tid)], 1u);
+  const uint32_t *wp = (const uint32_t *)(p + ws.a);
+  int c0 = ws.c0;
+  for (int64_t w = tid; w < ws.count; w += THREADS) {
     const uint32_t v = __ldg(wp + w);
     int c = c0;
 #pragma unroll
@@ -97,11 +114,11 @@ __global__ void __launch_bounds__(THREADS) hist_kernel(const sample *__restrict_
       atomicAdd(&cnt[c * 256 + ((v >> (8 * j)) & 255u)], 1u);
       c = next_channel(c, 1, ch);
     }
-    c0 = next_channel(c0, adv, ch);
+    c0 = next_channel(c0, ws.adv, ch);
   }
   if (in_shared) {
     __syncthreads();
-    uint32_t *h = s.hist + u * ch * 256;
+    uint32_t *h = s.hist + b.u * ch * 256;
     for (int i = tid; i < ch * 256; i += THREADS)
       if (counts[i]) atomicAdd(&h[i], counts[i]);
   }
@@ -147,37 +164,34 @@ __global__ void __launch_bounds__(256) lut_kernel(const sample *__restrict__ sam
 __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict__ samples, int shared_ch) {
   extern __shared__ uint32_t table_words[];
   const sample &s = samples[blockIdx.y];
-  const int64_t u = blockIdx.z;
-  int64_t lo, hi;
-  if (!block_bytes(s, SPAN, &lo, &hi)) return;
-  const int ch = s.ch, tid = threadIdx.x;
-  const uint8_t *lut = s.lut + u * ch * 256;
+  part b;
+  if (!block_part(s, SPAN, &b)) return;
+  const int ch = b.ch, tid = b.tid;
+  const uint8_t *lut = s.lut + b.u * ch * 256;
   if (ch <= shared_ch) { /* the run's tables: ch * 256 bytes, 4-aligned */
     for (int i = tid; i < ch * 64; i += THREADS) table_words[i] = ((const uint32_t *)lut)[i];
     lut = (const uint8_t *)table_words;
     __syncthreads();
   }
-  const uint8_t *ip = s.in + u * s.run_stride;
-  uint8_t *op = s.out + u * s.run_stride;
+  const uint8_t *ip = s.in + b.u * s.run_stride;
+  uint8_t *op = s.out + b.u * s.run_stride;
   if (((uintptr_t)ip - (uintptr_t)op) % 4) { /* words of input and output not aligned together */
     const int adv = THREADS % ch;
-    int c = channel_of(lo + tid, ch);
-    for (int64_t e = lo + tid; e < hi; e += THREADS) {
+    int c = channel_of(b.lo + tid, ch);
+    for (int64_t e = b.lo + tid; e < b.hi; e += THREADS) {
       __stcg(op + e, lut[c * 256 + __ldg(ip + e)]);
       c = next_channel(c, adv, ch);
     }
     return;
   }
-  int64_t a, words;
-  word_range(ip, lo, hi, &a, &words);
-  if (lo + tid < a) __stcg(op + lo + tid, lut[channel_of(lo + tid, ch) * 256 + __ldg(ip + lo + tid)]);
-  const int64_t tail = a + 4 * words;
-  if (tail + tid < hi) __stcg(op + tail + tid, lut[channel_of(tail + tid, ch) * 256 + __ldg(ip + tail + tid)]);
-  const uint32_t *wi = (const uint32_t *)(ip + a);
-  uint32_t *wo = (uint32_t *)(op + a);
-  const int adv = (4 * THREADS) % ch;
-  int c0 = channel_of(a + 4 * (int64_t)tid, ch);
-  for (int64_t w = tid; w < words; w += THREADS) {
+  const words ws = words_of(ip, b);
+  if (b.lo + tid < ws.a) __stcg(op + b.lo + tid, lut[channel_of(b.lo + tid, ch) * 256 + __ldg(ip + b.lo + tid)]);
+  if (ws.tail + tid < b.hi)
+    __stcg(op + ws.tail + tid, lut[channel_of(ws.tail + tid, ch) * 256 + __ldg(ip + ws.tail + tid)]);
+  const uint32_t *wi = (const uint32_t *)(ip + ws.a);
+  uint32_t *wo = (uint32_t *)(op + ws.a);
+  int c0 = ws.c0;
+  for (int64_t w = tid; w < ws.count; w += THREADS) {
     const uint32_t v = __ldg(wi + w);
     uint32_t r = 0;
     int c = c0;
@@ -187,7 +201,7 @@ __global__ void __launch_bounds__(THREADS) apply_kernel(const sample *__restrict
       c = next_channel(c, 1, ch);
     }
     __stcg(wo + w, r);
-    c0 = next_channel(c0, adv, ch);
+    c0 = next_channel(c0, ws.adv, ch);
   }
 }
 

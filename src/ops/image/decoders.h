@@ -36,7 +36,11 @@ typedef struct ladle__decoder_state {
   _Atomic int share64;       /* adaptive: the hardware share in 64ths (run_batch moves it, setup reads it) */
   int64_t hybrid_threshold;  /* mixed: hybrid_huffman_threshold */
   struct ladle__shared_nvjpeg *nvjpeg; /* mixed: the device's decoder, or NULL (then the CPU decodes) */
-  struct ladle__hybrid_nvjpeg *hybrid; /* mixed: this node's GPU_HYBRID decoder, or NULL */
+  /* mixed: this node's GPU_HYBRID decoder, made by the first image routed to
+   * it (NULL until then); a failure to make it, kept for later images */
+  struct ladle__hybrid_nvjpeg *_Atomic hybrid;
+  ladle_status hybrid_status;
+  char hybrid_error[LADLE_ERROR_MAX];
   _Atomic int64_t decoded[LADLE__ROUTE_COUNT]; /* images delivered by each route (ladle_op_stats) */
   _Atomic int64_t retried_on_cpu;              /* of the CPU's: sent to nvJPEG, which refused their batch */
 } ladle__decoder_state;
@@ -56,10 +60,11 @@ typedef struct ladle__decoder_sample {
 
 #ifdef LADLE_HAVE_CUDA
 /* The mixed backend (decoders_mixed.c): init finds the device's shared nvJPEG
- * decoder (none: the CPU workers decode everything) and makes the node's
- * GPU_HYBRID one; route, in setup, decides who decodes the sample; run_batch
- * decodes the batch into device memory; fini frees what init made (after the
- * executor has stopped: nothing is in flight on the host then). */
+ * decoder (none: the CPU workers decode everything); route, in setup, decides
+ * who decodes the sample, making the node's GPU_HYBRID decoder for the first
+ * image that goes there; run_batch decodes the batch into device memory; fini
+ * frees the GPU_HYBRID decoder if it was made (after the executor has
+ * stopped: nothing is in flight on the host then). */
 ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d);
 void ladle__decoders_mixed_fini(ladle__decoder_state *d);
 ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle__decoder_sample *ss);

@@ -9,10 +9,12 @@
  *    (GPU-NOTES.md), so these decodes take turns.
  *  - gpu_hybrid: of the other JPEGs, those with more pixels than
  *    hybrid_huffman_threshold that nvJPEG's GPU-Huffman backend takes, by the
- *    node's own GPU_HYBRID decoder (own handle, state and CUDA stream) from a
- *    worker thread, whole images cropped by the same crop kernel; its stream
- *    is ordered after the pipeline's (fork event) and the pipeline's after it
- *    (join event) before the crops run and the batch is handed on.
+ *    node's own GPU_HYBRID decoder (own handle, state and CUDA stream; made
+ *    by the first image that comes this way, as most pipelines send none
+ *    here at the default threshold) from a worker thread, whole images
+ *    cropped by the same crop kernel; its stream is ordered after the
+ *    pipeline's (fork event) and the pipeline's after it (join event) before
+ *    the crops run and the batch is handed on.
  *  - cpu: every other image, decoded on the CPU workers into pinned memory
  *    and copied up.
  * All give the same output shape, so a batch may mix them; a batch nvJPEG
@@ -77,6 +79,7 @@ static void hybrid_destroy(ladle__hybrid_nvjpeg *h) {
   ladle__restore_error(saved);
 }
 
+/* Made on a worker, in the setup pass (the host stage's too). */
 static ladle_status hybrid_create(const ladle__node *n, ladle__hybrid_nvjpeg **out) {
   ladle_status st = LADLE_OK;
   ladle__hybrid_nvjpeg *h = NULL;
@@ -105,6 +108,39 @@ done:
   return st;
 }
 
+/* Creation is rare (once a node): one lock for all nodes. */
+static pthread_mutex_t hybrid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The node's GPU-Huffman decoder, made by the first caller; the workers of a
+ * setup pass may ask at once. A failure is the node's for good, as it was
+ * when the decoder was made at build: later callers get its status and
+ * message without trying again. */
+static ladle_status hybrid_get(const ladle__node *n, ladle__decoder_state *d, const ladle__hybrid_nvjpeg **out) {
+  ladle__hybrid_nvjpeg *h = atomic_load_explicit(&d->hybrid, memory_order_acquire);
+  ladle_status st = LADLE_OK;
+  if (!h) {
+    pthread_mutex_lock(&hybrid_lock);
+    h = atomic_load_explicit(&d->hybrid, memory_order_relaxed);
+    if (!h && d->hybrid_status == LADLE_OK) {
+      st = hybrid_create(n, &h);
+      if (st == LADLE_OK) {
+        atomic_store_explicit(&d->hybrid, h, memory_order_release);
+      } else {
+        ladle__wrap_error(st, "%s (device=\"mixed\"): the GPU-Huffman decoder for hybrid_huffman_threshold",
+                          n->def->schema.name);
+        d->hybrid_status = st;
+        snprintf(d->hybrid_error, sizeof d->hybrid_error, "%s", ladle_last_error());
+      }
+    } else if (!h) {
+      st = d->hybrid_status;
+      ladle__restore_error(d->hybrid_error);
+    }
+    pthread_mutex_unlock(&hybrid_lock);
+  }
+  *out = h;
+  return st;
+}
+
 ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d) {
   int device = n->config->device_id;
   if (device < 0 || device >= MAX_DEVICES || !ladle__nvjpeg_available()) return LADLE_OK; /* CPU decodes */
@@ -127,21 +163,11 @@ ladle_status ladle__decoders_mixed_init(ladle__node *n, ladle__decoder_state *d)
   pthread_mutex_unlock(&shared_lock);
   if (st != LADLE_OK) return ladle__wrap_error(st, "%s (device=\"mixed\")", n->def->schema.name);
   d->nvjpeg = sh; /* kept for the life of the process */
-  /* An image above max_pixels is refused anyway: a threshold at or above it
-   * sends nothing to the GPU-Huffman route, which then needs no decoder. */
-  int64_t cap = n->config->max_pixels;
-  if (cap <= 0 || d->hybrid_threshold < cap) {
-    st = hybrid_create(n, &d->hybrid);
-    if (st != LADLE_OK)
-      return ladle__wrap_error(st, "%s (device=\"mixed\"): the GPU-Huffman decoder for hybrid_huffman_threshold",
-                               n->def->schema.name);
-  }
   return LADLE_OK;
 }
 
 void ladle__decoders_mixed_fini(ladle__decoder_state *d) {
-  hybrid_destroy(d->hybrid);
-  d->hybrid = NULL;
+  hybrid_destroy(atomic_exchange(&d->hybrid, NULL)); /* NULL when no image needed it */
 }
 
 /* A set of samples of one batch and where a CPU decode of each goes in a
@@ -245,7 +271,7 @@ static int to_gpu(int k, double share) { return (int)floor((k + 1) * share) > (i
 /* Setup, on a worker: decides who decodes the sample. Deterministic: the
  * slot, the arguments and the image's headers decide. */
 ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle__decoder_sample *ss) {
-  const ladle__decoder_state *d = n->state;
+  ladle__decoder_state *d = n->state;
   ladle__shared_nvjpeg *sh = d->nvjpeg;
   ladle__tensor in = ladle__input(n, s, 0);
   size_t size = (size_t)in.shape[0];
@@ -266,9 +292,12 @@ ladle_status ladle__decoders_mixed_route(ladle__node *n, ladle__sample *s, ladle
     }
   }
   /* Not for the hardware decoder (not in its share, or not taken): large
-   * enough ones go to the GPU-Huffman decoder, as in DALI. */
-  const ladle__hybrid_nvjpeg *h = d->hybrid;
-  if (!h || (int64_t)ss->info.stored_width * ss->info.stored_height <= d->hybrid_threshold) return LADLE_OK;
+   * enough ones go to the GPU-Huffman decoder, as in DALI (an image above
+   * max_pixels was refused before: its decoder is never made for nothing). */
+  if ((int64_t)ss->info.stored_width * ss->info.stored_height <= d->hybrid_threshold) return LADLE_OK;
+  const ladle__hybrid_nvjpeg *h = NULL;
+  st = hybrid_get(n, d, &h);
+  if (st != LADLE_OK) return st;
   st = ladle__nvjpeg_supported(h->decoder, s->worker, in.data, size, ss->name, cropped && h->roi ? &roi : NULL, &ok);
   if (st == LADLE_OK && ok) ss->route = LADLE__ROUTE_GPU_HYBRID;
   return st;

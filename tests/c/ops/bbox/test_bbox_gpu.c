@@ -6,25 +6,12 @@
  * device logf may differ from the host's by 1 ulp), the centre terms
  * bit-identical. Exits 77 (ctest's SKIP)
  * without CUDA or a device. */
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
+
 #include <math.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
 
 #include "bbox_random.h"
-#include "cuda/runtime.h"
-#include "test.h"
-#include "test_cuda.h"
 
 static void *stream;
 enum { BATCH = 7, MAX_ROWS = 2000 };
@@ -151,10 +138,7 @@ static void test_box_encoder_gpu(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
   RUN(test_points_gpu);

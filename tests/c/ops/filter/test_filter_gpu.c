@@ -9,25 +9,11 @@
  * element offsets (unaligned rows). Agreement asserted: bit-identical (the
  * same float operations in the same order, no fused multiply-add). Exits 77
  * without CUDA or a device. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
 #include "test_random.h"
-#include "cuda/runtime.h"
 #include "ops/filter/filter_kernels.h"
-#include "test.h"
-#include "test_cuda.h"
 
 static void *stream;
 
@@ -281,10 +267,7 @@ static void report_times(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
   RUN(test_conv_mixed);

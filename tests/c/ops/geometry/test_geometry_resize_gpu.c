@@ -10,30 +10,13 @@
  * make them, down- and upscaling, 1-pixel outputs, every filter, antialias on
  * and off), alone and mixed with uploaded tables, plain and fused.
  * Bit-identical. Exits 77 (ctest's SKIP) without CUDA or a device. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
 #include <math.h>
-#include <time.h>
-
-#include <cuda_runtime_api.h>
 
 #include "test_random.h"
-#include "cuda/runtime.h"
 #include "ops/geometry/resize_kernel.h"
-#include "test.h"
 
 static void *stream;
 
@@ -390,49 +373,20 @@ static void test_planned_bad(void) {
  * call itself (parameters, and tables, copied into the parameter buffer);
  * planning: the batch's host work before the call (ladle__resize_plan_dali,
  * or ladle__resize_geom_dali alone), on one thread. */
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
 enum { TB = 256 };
 
+static ladle_status launch_resize(const void *d, void *host, void *dev, size_t bytes) {
+  return ladle__gpu_resize(d, TB, LADLE_UINT8, host, dev, bytes, stream);
+}
+
 static void time_launches(const char *name, const char *how, const ladle__gpu_resize_desc *d, double plan_ms) {
-  /* a parameter buffer per launch, as the executor's ring gives: the launches queue without waiting */
-  enum { ITERS = 10 };
   size_t bytes = ladle__gpu_resize_param_bytes(d, TB);
-  void *host[ITERS], *dev[ITERS];
-  for (int it = 0; it < ITERS; it++) {
-    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
-    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
-  }
-  CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[0], dev[0], bytes, stream)); /* warm-up */
-  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
   double host_ms = 0;
-  cudaEventRecord(e0, (cudaStream_t)stream);
-  for (int it = 0; it < ITERS; it++) {
-    double t0 = now_ms();
-    CHECK_OK(ladle__gpu_resize(d, TB, LADLE_UINT8, host[it], dev[it], bytes, stream));
-    host_ms += now_ms() - t0;
-  }
-  cudaEventRecord(e1, (cudaStream_t)stream);
-  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
+  float ms = test_time_launches(launch_resize, d, bytes, stream, &host_ms);
   fprintf(stderr,
           "  time %-20s %-9s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB, planning %.3f ms (one "
           "thread)\n",
-          name, how, ms / ITERS, host_ms / ITERS, bytes / 1e6, plan_ms);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  for (int it = 0; it < ITERS; it++) {
-    cudaFreeHost(host[it]);
-    cudaFree(dev[it]);
-  }
+          name, how, ms, host_ms, bytes / 1e6, plan_ms);
 }
 
 static void time_resize(const char *name, const int *w, const int *h, void *const *din, ladle__interp interp,
@@ -451,13 +405,13 @@ static void time_resize(const char *name, const int *w, const int *h, void *cons
       ow = 2 * w[i], oh = 2 * h[i];
     }
     float lo[2] = {0, 0}, hi[2] = {(float)w[i], (float)h[i]};
-    double t0 = now_ms();
+    double t0 = test_now_ms();
     CHECK_OK(ladle__resize_plan_dali(&ax[i], &ay[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
-    double t1 = now_ms();
+    double t1 = test_now_ms();
     CHECK_OK(ladle__resize_geom_dali(&geom[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
-    geom_ms += now_ms() - t1;
+    geom_ms += test_now_ms() - t1;
     plan_ms += t1 - t0;
-    CHECK(cudaMalloc(&dout[i], (size_t)ow * oh * 3) == cudaSuccess);
+    CUDA_OK(cudaMalloc(&dout[i], (size_t)ow * oh * 3));
     d[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, &ax[i], &ay[i], NULL};
     dg[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, NULL, NULL, &geom[i]};
   }
@@ -492,10 +446,7 @@ static void report_times(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   ladle__rng_init(&rng, 99, 3, 0, 0);
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));

@@ -6,29 +6,13 @@
  * unaligned canvases: bit-identical (both evaluate
  * warp_sample.h's float operations in the same order, each rounded on its
  * own). Exits 77 (ctest's SKIP) without CUDA or a device. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
 #include <math.h>
-#include <time.h>
-
-#include <cuda_runtime_api.h>
 
 #include "test_random.h"
-#include "cuda/runtime.h"
 #include "ops/geometry/warp_kernel.h"
-#include "test.h"
 
 enum { BATCH = 6, PARAM_BYTES = 1 << 16 };
 
@@ -224,15 +208,7 @@ static void test_bad_arguments(void) {
  * 463 x 403: rotate 17 degrees on the enlarged canvas, warp_affine by its
  * matrix, both bilinear with fill 0; paste ratio 2 at the centre) and prints
  * the stream time per batch (parameter upload and kernel) and the host call. */
-enum { TB = 256, ITERS = 10 };
-
-static double now_ms(void) {
-  struct timespec t;
-  clock_gettime(CLOCK_MONOTONIC, &t);
-  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
-typedef ladle_status (*launch_fn)(const void *d, void *host, void *dev, size_t bytes);
+enum { TB = 256 };
 
 static ladle_status launch_warp(const void *d, void *host, void *dev, size_t bytes) {
   return ladle__gpu_warp_affine(d, TB, host, dev, bytes, stream);
@@ -242,35 +218,10 @@ static ladle_status launch_paste(const void *d, void *host, void *dev, size_t by
   return ladle__gpu_paste(d, TB, host, dev, bytes, stream);
 }
 
-static void time_launch(const char *name, launch_fn launch, const void *d, size_t bytes) {
-  void *host[ITERS], *dev[ITERS];
-  for (int it = 0; it < ITERS; it++) {
-    CHECK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault) == cudaSuccess);
-    CHECK(cudaMalloc(&dev[it], bytes) == cudaSuccess);
-  }
-  CHECK_OK(launch(d, host[0], dev[0], bytes));
-  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
-  cudaEvent_t e0, e1;
-  cudaEventCreate(&e0);
-  cudaEventCreate(&e1);
+static void time_launch(const char *name, test_launch_fn launch, const void *d, size_t bytes) {
   double host_ms = 0;
-  cudaEventRecord(e0, (cudaStream_t)stream);
-  for (int it = 0; it < ITERS; it++) {
-    double t0 = now_ms();
-    CHECK_OK(launch(d, host[it], dev[it], bytes));
-    host_ms += now_ms() - t0;
-  }
-  cudaEventRecord(e1, (cudaStream_t)stream);
-  CHECK(cudaEventSynchronize(e1) == cudaSuccess);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, e0, e1);
-  fprintf(stderr, "  time %-12s stream %.3f ms/batch, host call %.3f ms\n", name, ms / ITERS, host_ms / ITERS);
-  cudaEventDestroy(e0);
-  cudaEventDestroy(e1);
-  for (int it = 0; it < ITERS; it++) {
-    cudaFreeHost(host[it]);
-    cudaFree(dev[it]);
-  }
+  float ms = test_time_launches(launch, d, bytes, stream, &host_ms);
+  fprintf(stderr, "  time %-12s stream %.3f ms/batch, host call %.3f ms\n", name, ms, host_ms);
 }
 
 static void report_times(void) {
@@ -315,10 +266,7 @@ static void report_times(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   ladle__rng_init(&rng, 2024, 7, 0, 0);
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));

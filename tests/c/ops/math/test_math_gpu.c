@@ -8,31 +8,14 @@
  * 1 ulp after rounding) for exp, log*, pow, cbrt, atan2, trig and hyperbolic
  * functions, where CUDA's maths library (documented: <= 4 ulps) and glibc's
  * (<= 1-2 ulps) round differently. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
-
-#include <cuda_runtime_api.h>
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
 #include "test_random.h"
-#include "cuda/runtime.h"
 #include "ops/kernels/half.h"
 #include "ops/math/math_kernel.h"
 #include "ops/math/math_scalar.h"
 #include "math_chain.h"
-#include "test.h"
-
-
 
 #define RULES(e, name, arity, rule) #rule,
 static const char *const rules[] = {LADLE_MATH_OPS(RULES)};
@@ -524,7 +507,7 @@ static void time_affine(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) return 77;
+  TEST_SKIP_WITHOUT_DEVICE();
   RUN(test_every_op_and_type);
   RUN(test_strided_copy);
   RUN(test_chains);

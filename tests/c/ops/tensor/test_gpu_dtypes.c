@@ -3,27 +3,13 @@
  * same way), on the edge values and random bit patterns of dtype_values.h, in
  * batches of samples of different sizes. Exits 77 (ctest's SKIP) without CUDA
  * or a device. */
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
-#ifndef LADLE_HAVE_CUDA
-
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-
-#else
-
-#include "cuda/runtime.h"
 #include "ops/geometry/normalize_kernel.h"
 #include "ops/kernels/gpu_kernels.h"
 #include "ops/tensor/dtype_values.h"
 #include "ops/tensor/tensor_kernels.h"
-#include "test.h"
-#include "test_cuda.h"
 
 static void *stream;
 
@@ -185,10 +171,7 @@ static void test_gpu_cast_every_pair(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() < 1) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
   RUN(test_gpu_convert_every_pair);

@@ -2,24 +2,11 @@
  * inputs: strided copy (slice/pad/transpose/cat geometries), one_hot,
  * lookup_table. They move bytes only: bit-identical is asserted. Exits 77
  * (ctest's SKIP) without CUDA or a device. */
-#include <stdio.h>
+#include "test_cuda.h" /* built without CUDA: all of this test, a skip */
+#ifdef LADLE_HAVE_CUDA
 
-#ifndef LADLE_HAVE_CUDA
-int main(void) {
-  printf("skipped: built without CUDA\n");
-  return 77;
-}
-#else
-
-#include <stdlib.h>
-#include <string.h>
-
-#include <cuda_runtime_api.h>
-
-#include "cuda/runtime.h"
 #include "ops/tensor/tensor_args.h"
 #include "tensor_random.h"
-#include "test.h"
 
 enum { COPIES = 64, SLOT = 4096 * 8 };
 
@@ -216,10 +203,7 @@ static void test_gpu_encode(void) {
 }
 
 int main(void) {
-  if (ladle__cuda_device_count() == 0) {
-    printf("skipped: no CUDA device\n");
-    return 77;
-  }
+  TEST_SKIP_WITHOUT_DEVICE();
   RUN(test_gpu_strided_copy);
   RUN(test_gpu_strided_batches);
   RUN(test_gpu_strided_large);
