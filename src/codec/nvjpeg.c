@@ -231,15 +231,15 @@ struct ladle__nvjpeg_decoder {
   int num_workers;
   int gpu_huffman_only;
   nvjpegHandle_t handle;
-  /* One state per decode in flight: with two, the host parses and submits
-   * batch i+1 while the engines still decode batch i (LADLE_NVJPEG_STATES). */
-  int num_states, turn;
-  nvjpegJpegState_t state[2];
+  /* One state: two taking turns (the next batch parsed and queued while the
+   * engines decode this one) measured slower on the H200, 18.9k-21.3k
+   * against 22.0k-22.5k images/s at hw_decoder_load 0.99 (README). */
+  nvjpegJpegState_t state;
   nvjpegJpegStream_t *streams;     /* num_workers + 1: the last one for ladle__nvjpeg_decode */
   nvjpegDecodeParams_t *wparams;   /* num_workers, for ROI support checks (NULL without ROI) */
   nvjpegDecodeParams_t *params;    /* max_batch, for nvjpegDecodeBatchedEx (NULL without ROI) */
-  void *event[2];                  /* per state: recorded after each decode */
-  int pending[2];                  /* per state: event recorded and maybe not complete */
+  void *event;                     /* recorded after each decode */
+  int pending;                     /* event recorded and maybe not complete */
   int64_t waited_ns;               /* in event syncs, since ladle__nvjpeg_take_wait_ns */
   pthread_mutex_t lock;            /* serializes decodes */
   /* Per-call arrays, max_batch each. */
@@ -257,11 +257,10 @@ void ladle__nvjpeg_decoder_destroy(ladle__nvjpeg_decoder *d) {
   snprintf(saved, sizeof saved, "%s", ladle_last_error());
   int prev = -1;
   if (ladle__cuda_use_device(d->device, &prev) != LADLE_OK) prev = -1;
-  for (int k = 0; k < 2; k++) {
-    if (!d->event[k]) continue;
+  if (d->event) {
     /* nvJPEG's buffers must outlive the GPU work that uses them. */
-    if (d->pending[k]) (void)ladle__cuda_event_sync(d->event[k]);
-    ladle__cuda_event_destroy(d->event[k]);
+    if (d->pending) (void)ladle__cuda_event_sync(d->event);
+    ladle__cuda_event_destroy(d->event);
   }
   if (d->params)
     for (int i = 0; i < d->max_batch; i++)
@@ -272,8 +271,7 @@ void ladle__nvjpeg_decoder_destroy(ladle__nvjpeg_decoder *d) {
   if (d->streams)
     for (int i = 0; i <= d->num_workers; i++)
       if (d->streams[i]) nj.nvjpegJpegStreamDestroy(d->streams[i]);
-  for (int k = 0; k < 2; k++)
-    if (d->state[k]) nj.nvjpegJpegStateDestroy(d->state[k]);
+  if (d->state) nj.nvjpegJpegStateDestroy(d->state);
   if (d->handle) nj.nvjpegDestroy(d->handle);
   if (prev >= 0) ladle__cuda_restore_device(prev);
   pthread_mutex_destroy(&d->lock);
@@ -335,17 +333,10 @@ ladle_status ladle__nvjpeg_decoder_create(const ladle__nvjpeg_params *p, ladle__
   /* Padding: buffers grow in steps instead of for every larger image. */
   if (nj.nvjpegSetDeviceMemoryPadding) NVJPEG_CHECK(nj.nvjpegSetDeviceMemoryPadding((size_t)16 << 20, d->handle));
   if (nj.nvjpegSetPinnedMemoryPadding) NVJPEG_CHECK(nj.nvjpegSetPinnedMemoryPadding((size_t)8 << 20, d->handle));
-  /* Two states only for the hardware engines, whose decode runs long after
-   * the call returns; the hybrid backend's call does most of its work itself. */
-  const char *states = getenv("LADLE_NVJPEG_STATES");
-  d->num_states = d->hardware && !(states && strcmp(states, "1") == 0) ? 2 : 1;
-  for (int k = 0; k < d->num_states; k++) {
-    NVJPEG_CHECK(nj.nvjpegJpegStateCreate(d->handle, &d->state[k]));
-    if (d->hardware && nj.nvjpegDecodeBatchedPreAllocate)
-      NVJPEG_CHECK(nj.nvjpegDecodeBatchedPreAllocate(d->handle, d->state[k], p->max_batch, p->prealloc_width,
-                                                     p->prealloc_height, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI));
-    LADLE_TRY(ladle__cuda_event_create(p->device_id, &d->event[k]));
-  }
+  NVJPEG_CHECK(nj.nvjpegJpegStateCreate(d->handle, &d->state));
+  if (d->hardware && nj.nvjpegDecodeBatchedPreAllocate)
+    NVJPEG_CHECK(nj.nvjpegDecodeBatchedPreAllocate(d->handle, d->state, p->max_batch, p->prealloc_width,
+                                                   p->prealloc_height, NVJPEG_CSS_444, NVJPEG_OUTPUT_RGBI));
 
   LADLE_ALLOC(d->streams, (size_t)p->num_workers + 1);
   for (int i = 0; i <= p->num_workers; i++) NVJPEG_CHECK(nj.nvjpegJpegStreamCreate(d->handle, &d->streams[i]));
@@ -362,6 +353,7 @@ ladle_status ladle__nvjpeg_decoder_create(const ladle__nvjpeg_params *p, ladle__
   LADLE_ALLOC(d->data, p->max_batch);
   LADLE_ALLOC(d->lengths, p->max_batch);
   LADLE_ALLOC(d->dest, p->max_batch);
+  LADLE_TRY(ladle__cuda_event_create(p->device_id, &d->event));
   *out = d;
   d = NULL;
 
@@ -520,16 +512,14 @@ static ladle_status decode_chunk(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_i
     d->dest[i].pitch[0] = im[i].pitch;
     any_roi |= im[i].has_roi;
   }
-  /* The states take turns; the last decode with this one may still read its buffers. */
-  const int k = d->turn;
-  d->turn = (d->turn + 1) % d->num_states;
-  if (d->pending[k]) {
+  /* The previous decode's GPU work may still read the state's buffers. */
+  if (d->pending) {
     int64_t t0 = ladle__now_ns();
-    LADLE_TRY(ladle__cuda_event_sync(d->event[k]));
+    LADLE_TRY(ladle__cuda_event_sync(d->event));
     d->waited_ns += ladle__now_ns() - t0;
-    d->pending[k] = 0;
+    d->pending = 0;
   }
-  NVJPEG_CHECK(nj.nvjpegDecodeBatchedInitialize(d->handle, d->state[k], m, 1, fmt));
+  NVJPEG_CHECK(nj.nvjpegDecodeBatchedInitialize(d->handle, d->state, m, 1, fmt));
   nvjpegStatus_t s;
   const char *call;
   if (any_roi) {
@@ -542,15 +532,15 @@ static ladle_status decode_chunk(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_i
         NVJPEG_CHECK(nj.nvjpegDecodeParamsSetROI(d->params[i], 0, 0, -1, -1));
     }
     call = "nvjpegDecodeBatchedEx";
-    s = nj.nvjpegDecodeBatchedEx(d->handle, d->state[k], d->data, d->lengths, d->dest, d->params, stream);
+    s = nj.nvjpegDecodeBatchedEx(d->handle, d->state, d->data, d->lengths, d->dest, d->params, stream);
   } else {
     call = "nvjpegDecodeBatched";
-    s = nj.nvjpegDecodeBatched(d->handle, d->state[k], d->data, d->lengths, d->dest, stream);
+    s = nj.nvjpegDecodeBatched(d->handle, d->state, d->data, d->lengths, d->dest, stream);
   }
   if (s != NVJPEG_STATUS_SUCCESS) {
     /* The failed call may have queued work on the state's buffers: the next
      * call waits for it as after a success (the message is set below). */
-    if (ladle__cuda_event_record(d->event[k], stream) == LADLE_OK) d->pending[k] = 1;
+    if (ladle__cuda_event_record(d->event, stream) == LADLE_OK) d->pending = 1;
     if (is_data_error(s) || s == NVJPEG_STATUS_JPEG_NOT_SUPPORTED) {
       st = blame(d, im, m, call, s);
     } else {
@@ -570,8 +560,8 @@ static ladle_status decode_chunk(ladle__nvjpeg_decoder *d, const ladle__nvjpeg_i
     }
     goto done;
   }
-  LADLE_TRY(ladle__cuda_event_record(d->event[k], stream));
-  d->pending[k] = 1;
+  LADLE_TRY(ladle__cuda_event_record(d->event, stream));
+  d->pending = 1;
 done:
   return st;
 }

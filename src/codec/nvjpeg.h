@@ -162,11 +162,9 @@ typedef struct ladle__nvjpeg_image {
  *
  * Asynchrony: returns once the work is queued; the outputs are ready when work
  * queued on `stream` afterwards runs. The encoded data may be reused when the
- * call returns (nvJPEG copies it to its own buffers during the call). Decode
- * states take turns (two on the hardware backend, so that the next batch is
- * parsed and queued while the engines decode this one; LADLE_NVJPEG_STATES=1
- * for one); before reusing one this call waits (on the host) for the GPU work
- * of the last call that used it.
+ * call returns (nvJPEG copies it to its own buffers during the call). Before
+ * reusing its decode state this call waits (on the host) for the previous
+ * call's GPU work to finish.
  *
  * Errors: LADLE_ERROR_CORRUPT_DATA when nvJPEG reports bad or truncated data,
  * naming the image when the batch's images can be told apart (a host-side parse

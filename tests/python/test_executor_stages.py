@@ -521,7 +521,7 @@ def test_gpu_staged_checkpoint_and_close(sample_root):
         pipe.close()
 
 
-# --- on the GPU: the mixed decoder on its own stream, two nvJPEG states ---------------------------------------------
+# --- on the GPU: the mixed decoder on its own stream ---------------------------------------------------------------
 
 
 def decoded(root, batch_size=8, **kwargs):
@@ -557,33 +557,4 @@ def test_gpu_own_stream_gives_the_same_bytes(sample_root, depth):
         assert_same(gpu_outputs(pipes[1], 1), [want[k]])
     for p in pipes:
         p.close()
-    assert_same(got, want)
-
-
-@pytest.mark.gpu
-def test_gpu_one_nvjpeg_state_gives_the_same_bytes(sample_root, tmp_path):
-    # The decoder (shared by the process's pipelines) is made once per process: the one-state run is a child.
-    require_gpu()
-    import pickle
-    import subprocess
-    import sys
-    script = tmp_path / "one_state.py"
-    script.write_text(
-        "import pickle, sys\n"
-        f"sys.path[:0] = {[os.path.dirname(os.path.abspath(__file__))]!r}\n"
-        "import numpy as np\n"
-        "from test_executor_stages import decoded, gpu_outputs\n"
-        "pipe = decoded(sys.argv[1])\n"
-        "pipe.build()\n"
-        "out = gpu_outputs(pipe, 9)\n"
-        "pipe.close()\n"
-        "sys.stdout.buffer.write(pickle.dumps(out))\n")
-    child = subprocess.run([sys.executable, str(script), str(sample_root)], capture_output=True, timeout=300,
-                           env={**os.environ, "LADLE_NVJPEG_STATES": "1"})
-    assert child.returncode == 0, child.stderr.decode()[-2000:]
-    want = pickle.loads(child.stdout)
-    pipe = decoded(sample_root)
-    pipe.build()
-    got = gpu_outputs(pipe, 9)
-    pipe.close()
     assert_same(got, want)
