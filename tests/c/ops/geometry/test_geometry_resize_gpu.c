@@ -424,8 +424,8 @@ static void time_launches(const char *name, const char *how, const ladle__gpu_re
   float ms = 0;
   cudaEventElapsedTime(&ms, e0, e1);
   fprintf(stderr,
-          "  time %-20s %-9s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB, planning %.3f ms (one "
-          "thread)\n",
+          "  time %-20s %-9s stream %.3f ms/batch, host call %.3f ms, parameter buffer %.2f MB (planned tables: "
+          "written on the GPU, not uploaded), planning %.3f ms (one thread)\n",
           name, how, ms / ITERS, host_ms / ITERS, bytes / 1e6, plan_ms);
   cudaEventDestroy(e0);
   cudaEventDestroy(e1);
