@@ -324,7 +324,8 @@ static void resize_gpu_descs(const ladle__node *r, const ladle_batch *out, ladle
   }
 }
 
-/* One launch for the batch with the tables planned in setup. */
+/* One launch for the batch: the tables planned in setup (resampling="pil") or built on the GPU from the
+ * geometry computed in setup (resampling="dali"). */
 static ladle_status resize_run_batch(ladle__node *n, ladle__gpu *g) {
   int batch = n->config->batch_size;
   ladle__gpu_resize_desc *d = NULL;

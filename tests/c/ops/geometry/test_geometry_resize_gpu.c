@@ -384,8 +384,8 @@ static void time_launches(const char *name, const char *how, const ladle__gpu_re
   double host_ms = 0;
   float ms = test_time_launches(launch_resize, d, bytes, stream, &host_ms);
   fprintf(stderr,
-          "  time %-20s %-9s stream %.3f ms/batch, host call %.3f ms, parameters %.2f MB, planning %.3f ms (one "
-          "thread)\n",
+          "  time %-20s %-9s stream %.3f ms/batch, host call %.3f ms, parameter buffer %.2f MB (planned tables: "
+          "written on the GPU, not uploaded), planning %.3f ms (one thread)\n",
           name, how, ms, host_ms, bytes / 1e6, plan_ms);
 }
 
