@@ -41,7 +41,7 @@ enum { GROUP = 16 };
 
 template <int T>
 __device__ __forceinline__ float in_value(uint32_t bits) {
-  return T == LADLE_UINT8 ? (float)bits : __uint_as_float(bits);
+  return T == LADLE_UINT8 ? ladle__color_u8_to_f32(bits) : __uint_as_float(bits);
 }
 
 /* color_pixel.h's ladle__color_put, as the bits of one element. */
