@@ -41,7 +41,7 @@ enum { GROUP = 16 };
 
 template <int T>
 __device__ __forceinline__ float in_value(uint32_t bits) {
-  return T == LADLE_UINT8 ? (float)bits : __uint_as_float(bits);
+  return T == LADLE_UINT8 ? ladle__color_u8_to_f32(bits) : __uint_as_float(bits);
 }
 
 /* color_pixel.h's ladle__color_put, as the bits of one element. */
@@ -166,11 +166,6 @@ __global__ void __launch_bounds__(256) jitter_kernel(const ladle__gpu_jitter_des
   }
 }
 
-unsigned blocks_for(size_t items) {
-  size_t b = (items + 255) / 256;
-  return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
-}
-
 }  // namespace
 
 extern "C" size_t ladle__gpu_color_param_bytes(int n) {
@@ -219,10 +214,10 @@ extern "C" ladle_status ladle__gpu_color(const ladle__gpu_color_desc *d, int n, 
                               (scale ? 1 : p->out_c) * ladle__vec_size(out_type)};
         if (d[i].pixels && ladle__vec_head(2, base, bytes) < 0) threads = max_items;
       }
-      vec<<<dim3(blocks_for(threads), (unsigned)n), 256, 0, s>>>(
+      vec<<<dim3(ladle__vec_blocks(threads, n), (unsigned)n), 256, 0, s>>>(
           (const ladle__gpu_color_desc *)dev_params);
     } else {
-      color_kernel<<<dim3(blocks_for(max_px), (unsigned)n), 256, 0, s>>>((const ladle__gpu_color_desc *)dev_params,
+      color_kernel<<<dim3(ladle__vec_blocks(max_px, n), (unsigned)n), 256, 0, s>>>((const ladle__gpu_color_desc *)dev_params,
                                                                           (int)out_type, (int)in_type);
     }
   }
@@ -258,7 +253,7 @@ extern "C" ladle_status ladle__gpu_jitter(const ladle__gpu_jitter_desc *d, int n
   (void)cudaGetLastError();
   {
     const ladle__gpu_jitter_desc *dp = (const ladle__gpu_jitter_desc *)dev_params;
-    const dim3 grid(blocks_for(max_px), (unsigned)n);
+    const dim3 grid(ladle__vec_blocks(max_px, n), (unsigned)n);
     /* i + stride stays below 2^32 when h * w does and the grid's threads (at most 2^20) are added */
     if (max_px <= UINT32_MAX - (1u << 20) && all3)
       jitter_kernel<uint32_t, 3><<<grid, 256, 0, s>>>(dp);

@@ -34,16 +34,27 @@ static inline LADLE_HD float ladle__color_scale(const ladle__color_params *p, fl
 }
 
 /* Round half away from zero, saturate, NaN -> 0 (DALI's ConvertSat): v is
- * clamped to [0, 255] first (NaN fails v > 0 and becomes 0); for
- * 0 <= c <= 255, c - trunc(c) is exact, so this is roundf(c) without the
- * libm call roundf is on the host (it showed in profiles of the colour
- * operators). Selects, no branches: the GPU's vector loop runs it on 16
- * values in a row, whose branches would diverge. */
+ * clamped to [0, 255] first (NaN fails v > 0 and becomes 0). Then
+ * t = 2^23 + c is rounded to an integer, ties to even, whose value is the
+ * low bits of t; that is round half away from zero except at a tie below an
+ * even integer (c - rounded = 0.5, exact), which goes up one. Selects and
+ * full-rate float and integer operations only: no branches (the GPU's
+ * vector loop runs this on 16 values in a row, whose branches would
+ * diverge) and no float-int conversion instructions (an eighth of the float
+ * rate on the GPU; also no roundf, a libm call on the host). Needs IEEE
+ * float addition in round-to-nearest mode. */
 static inline LADLE_HD uint8_t ladle__color_to_u8(float v) {
   float c = v > 0.0f ? v : 0.0f;
   c = c < 255.0f ? c : 255.0f;
-  int i = (int)c;
-  return (uint8_t)(i + (c - (float)i >= 0.5f));
+  const float t = LADLE__CADD(c, 8388608.0f);
+  const uint32_t r = ladle__f32_bits(t) - 0x4B000000u; /* the integer t - 2^23 */
+  return (uint8_t)(r + (LADLE__CADD(c, -LADLE__CADD(t, -8388608.0f)) == 0.5f));
+}
+
+/* A uint8 value as a float without a conversion instruction: the bits of
+ * 2^23 + u, minus 2^23 (exact). */
+static inline LADLE_HD float ladle__color_u8_to_f32(uint32_t u) {
+  return LADLE__CADD(ladle__f32_from_bits(0x4B000000u | u), -8388608.0f);
 }
 
 static inline LADLE_HD int32_t ladle__color_to_i32(float v) {
@@ -64,7 +75,7 @@ static inline LADLE_HD void ladle__color_put(void *out, int type, size_t i, floa
 }
 
 static inline LADLE_HD float ladle__color_get(const void *in, int type, size_t i) {
-  return type == LADLE_UINT8 ? (float)((const uint8_t *)in)[i] : ((const float *)in)[i];
+  return type == LADLE_UINT8 ? ladle__color_u8_to_f32(((const uint8_t *)in)[i]) : ((const float *)in)[i];
 }
 
 /* Pixel `px` of a transform: reads in_c values, writes out_c. */

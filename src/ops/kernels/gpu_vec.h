@@ -123,6 +123,22 @@ static __device__ __forceinline__ size_t ladle__vec_lane_first(size_t head, size
   return head + (i / 32) * LADLE__VEC_TILE + 4 * (i % 32);
 }
 
+/* Blocks of 256 threads for each sample's row of a grid-stride loop whose
+ * largest sample takes `threads` iterations (a group or a single item each),
+ * for n samples: about LADLE__VEC_ITERS iterations a thread where the grid
+ * keeps at least LADLE__VEC_MIN_BLOCKS blocks (to fill the GPU), else one;
+ * 1 to 4096. Blocks of one iteration spend much of their life fetching the
+ * sample's parameters, with no data in flight, and many short blocks make
+ * the block scheduler's rate the bound. */
+enum { LADLE__VEC_ITERS = 4, LADLE__VEC_MIN_BLOCKS = 2048 };
+
+static inline unsigned ladle__vec_blocks(size_t threads, int n) {
+  const size_t one = (threads + 255) / 256, fewer = (one + LADLE__VEC_ITERS - 1) / LADLE__VEC_ITERS;
+  const size_t fill = ((size_t)LADLE__VEC_MIN_BLOCKS + (size_t)n - 1) / (size_t)(n > 0 ? n : 1);
+  size_t b = fewer >= fill ? fewer : one < fill ? one : fill;
+  return (unsigned)(b < 1 ? 1 : b > 4096 ? 4096 : b);
+}
+
 /* How a sample of `items` items splits for a thread index i of a grid-stride
  * loop over [0, ladle__vec_work(...)): i < groups: the aligned group i
  * (items head + group * i ...); else one single item. */

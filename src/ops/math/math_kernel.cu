@@ -235,7 +235,11 @@ __device__ __forceinline__ uint32_t vec_bits(float v) {
 
 template <int T>
 __device__ __forceinline__ float vec_value(uint32_t bits) {
-  return T == LADLE_UINT8 ? (float)bits : T == LADLE_FLOAT16 ? ladle__f16_to_f32((uint16_t)bits) : __uint_as_float(bits);
+  /* uint8: 2^23 + u minus 2^23, exact and at the float rate (a conversion
+   * instruction issues at an eighth of it) */
+  return T == LADLE_UINT8     ? __fadd_rn(__uint_as_float(0x4B000000u | bits), -8388608.0f)
+         : T == LADLE_FLOAT16 ? ladle__f16_to_f32((uint16_t)bits)
+                              : __uint_as_float(bits);
 }
 
 /* grid (blocks, samples), block 256 (whole warps): the vector loop on 1-D
@@ -332,6 +336,7 @@ extern "C" ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const la
     const int linear = ladle__math_prog_is_linear_f32(p, &leaf);
     void (*kernel)(const math_params *) = math_kernel;
     int64_t per_thread = 1; /* elements */
+    unsigned vec_blocks = 0;
     if (linear && leaf == LADLE_UINT8 && out == LADLE_FLOAT32) kernel = math_flat_kernel<LADLE_UINT8, LADLE_FLOAT32>;
     if (linear && leaf == LADLE_FLOAT32 && out == LADLE_FLOAT32) kernel = math_flat_kernel<LADLE_FLOAT32, LADLE_FLOAT32>;
     if (linear && leaf == LADLE_FLOAT16 && out == LADLE_FLOAT16) kernel = math_flat_kernel<LADLE_FLOAT16, LADLE_FLOAT16>;
@@ -344,18 +349,20 @@ extern "C" ladle_status ladle__gpu_math_prog(const ladle__math_prog *p, const la
       if (leaf == LADLE_FLOAT32 && out == LADLE_FLOAT16) vec = math_vec_kernel<LADLE_FLOAT32, LADLE_FLOAT16>;
       if (leaf == LADLE_FLOAT16 && out == LADLE_FLOAT16) vec = math_vec_kernel<LADLE_FLOAT16, LADLE_FLOAT16>;
       if (leaf == LADLE_FLOAT16 && out == LADLE_FLOAT32) vec = math_vec_kernel<LADLE_FLOAT16, LADLE_FLOAT32>;
-      if (vec) { /* + the single elements; a thread each where a sample has no aligned tile */
-        kernel = vec, per_thread = VEC, largest += (int64_t)VEC * (TILE + 16);
+      if (vec) { /* a thread per lane of a tile, and per single element; per element where a sample has no aligned tile */
+        int aligned = 1;
         const int bytes[2] = {ladle__vec_size(leaf), ladle__vec_size(out)};
         for (int i = 0; i < n; i++) {
           const uintptr_t base[2] = {(uintptr_t)d[i].in[0], (uintptr_t)d[i].out};
-          if (ladle__math_count(&d[i]) > 1 && ladle__vec_head(2, base, bytes) < 0) per_thread = 1;
+          if (ladle__math_count(&d[i]) > 1 && ladle__vec_head(2, base, bytes) < 0) aligned = 0;
         }
+        kernel = vec;
+        vec_blocks = ladle__vec_blocks(aligned ? (size_t)largest / VEC + TILE + 16 : (size_t)largest, n);
       }
     }
     const int64_t per_block = 256 * per_thread;
     int64_t blocks = (largest + per_block - 1) / per_block;
-    dim3 grid((unsigned)(blocks < 4096 ? blocks : 4096), (unsigned)n);
+    dim3 grid(vec_blocks ? vec_blocks : (unsigned)(blocks < 4096 ? blocks : 4096), (unsigned)n);
     kernel<<<grid, 256, 0, s>>>((const math_params *)dev_params);
   }
   LADLE_CUDA_CHECK_LAUNCH(math_kernel);

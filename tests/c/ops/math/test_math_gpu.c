@@ -446,10 +446,12 @@ static void test_vec_kernel(void) {
   vec_case(LADLE_UINT8, LADLE_FLOAT32, LADLE_UINT8, LADLE_MATH_MUL, 27); /* no vector instance: the flat loop */
 }
 
-/* Not a check: prints the kernel time (ms, median of 15 launches, events on
- * the stream, the parameter upload included) of x * 0.5 + 1, uint8 in and
- * float32 out, on a batch like op_bench's (256 packed uint8 RGB images of
- * about 450 x 400), beside a device copy of the output's bytes. */
+/* Prints the kernel time (ms, median of 15 launches, events on the stream,
+ * the parameter upload included; not a check) of x * 0.5 + 1, uint8 in and
+ * float32 out, on a batch like op_bench's (256 packed random uint8 RGB
+ * images of about 450 x 400), beside a device copy of the output's bytes;
+ * then checks the output against the CPU program (threads of a batch this
+ * large take several tiles). */
 static void time_affine(void) {
   enum { N = 256 };
   ladle__rng_init(&rng, 7, 9, 0, 0);
@@ -470,7 +472,10 @@ static void time_affine(void) {
   size_t bytes = ladle__gpu_math_param_bytes(N);
   CHECK(cudaMalloc(&din, (size_t)total) == cudaSuccess && cudaMalloc(&dout, (size_t)total * 4) == cudaSuccess);
   CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
-  CHECK(cudaMemset(din, 7, (size_t)total) == cudaSuccess);
+  uint8_t *hin = malloc((size_t)total);
+  float *got = malloc((size_t)total * 4), *want = malloc((size_t)total * 4);
+  if (hin) fill(hin, LADLE_UINT8, total, 0);
+  if (hin) CHECK(cudaMemcpy(din, hin, (size_t)total, cudaMemcpyHostToDevice) == cudaSuccess);
   static ladle__math_sample s[N];
   int64_t off = 0;
   for (int i = 0; i < N; i++) {
@@ -503,6 +508,20 @@ static void time_affine(void) {
   printf("time x * 0.5 + 1 uint8 -> float32 (%.1f MB in, %.1f MB out): %.3f ms; device copy of %.1f MB: %.3f ms\n",
          total / 1e6, total * 4 / 1e6, t[0][7], total * 2 / 1e6, t[1][7]);
   cudaEventDestroy(a), cudaEventDestroy(b);
+  if (hin && got && want) {
+    CHECK(cudaMemset(dout, 0xff, (size_t)total * 4) == cudaSuccess);
+    CHECK_OK(ladle__gpu_math_prog(&p, s, N, hp, dp, bytes, NULL));
+    CHECK(cudaMemcpy(got, dout, (size_t)total * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    int64_t at = 0;
+    for (int i = 0; i < N; i++) {
+      ladle__math_sample c = s[i];
+      c.in[0] = hin + at, c.out = want + at;
+      CHECK(ladle__math_run_prog(&p, &c) == 0);
+      at += count[i];
+    }
+    CHECK(memcmp(got, want, (size_t)total * 4) == 0);
+  }
+  free(hin), free(got), free(want);
   cudaFree(din), cudaFree(dout), cudaFreeHost(hp), cudaFree(dp);
 }
 
