@@ -614,17 +614,9 @@ __global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_MIN_BLOCKS) conv_kernel
   }
 }
 
-/* The fast path: uint8 input, an R x R filter (3 or 5) and CL elements a
- * pixel (1: HW/CHW planes, 3: HWC), the same for every sample of the batch.
- * The same tiles and sums as conv_kernel, with the tile's row stride and the
- * channel step known at compile time (every shared-memory read an immediate
- * offset), and the tile loaded with aligned 4-byte words, all of a thread's
- * loads issued before any is used, the bytes turned into floats by
- * gpu_u8.h's arithmetic; only tile elements outside the plane (edge tiles)
- * are border-mapped one by one. uint8 results are stored by gpu_u8.h's
- * rounding (ladle__f32_to_u8's bits). */
 /* blocks per SM: 3x3 in 64 registers a thread, 5x5 in 80 (64 spill) */
 #define CONV_FAST_BLOCKS(R) ((R) == 5 ? 3 : 4)
+#define CONV_FAST_TILES 4 /* consecutive tiles a block */
 
 template <int R, int CL>
 struct conv_fast_shape {
@@ -637,90 +629,139 @@ struct conv_fast_shape {
   };
 };
 
+/* Where tile t of a sample lies: its plane's input, its first output
+ * element x0 and row y0, its input origin (ix0, iy0) and the range [lo, hi)
+ * of its row elements inside the plane's rows. */
+typedef struct conv_tile {
+  const uint8_t *in;
+  int plane, x0, y0, ix0, iy0, lo, hi;
+} conv_tile;
+
+template <int R, int CL>
+__device__ __forceinline__ conv_tile conv_tile_at(const conv_plan *p, int t) {
+  typedef conv_fast_shape<R, CL> F;
+  conv_tile c;
+  const int rest = t / p->tiles_x;
+  c.plane = rest / p->tiles_y;
+  c.x0 = (t - rest * p->tiles_x) * CONV_TW, c.y0 = (rest - c.plane * p->tiles_y) * CONV_TH;
+  c.ix0 = c.x0 - p->d.ax * CL, c.iy0 = c.y0 - p->d.ay;
+  c.in = (const uint8_t *)p->d.in + (int64_t)c.plane * ((int64_t)p->h * p->rw);
+  c.lo = c.ix0 < 0 ? -c.ix0 : 0, c.hi = c.ix0 + F::SW <= p->rw ? F::SW : p->rw - c.ix0;
+  return c;
+}
+
+/* Word u of this thread's share of tile c: its row, the address of the
+ * row's first byte inside the tile (border-mapped row; row 0 for a row of
+ * fill), and its mapped row yy (-1: fill). Returns 0 when the word holds no
+ * byte of the tile. */
+template <int R, int CL>
+__device__ __forceinline__ int conv_word(const conv_plan *p, const conv_tile &c, int u, int tid, int *row, int *wi,
+                                         const uint8_t **first, int *yy) {
+  typedef conv_fast_shape<R, CL> F;
+  const int item = tid + u * (CONV_BX * CONV_BY);
+  *row = item / F::NW, *wi = item - *row * F::NW;
+  if (*row >= F::SH) return 0;
+  *yy = conv_border32(c.iy0 + *row, p->h, p->d.border);
+  *first = c.in + (int64_t)(*yy < 0 ? 0 : *yy) * p->rw + c.ix0 + c.lo;
+  return 4 * *wi < (int)((uintptr_t)*first & 3) + c.hi - c.lo;
+}
+
+/* Issues the loads of this thread's words of tile c (none wait). */
+template <int R, int CL>
+__device__ __forceinline__ unsigned conv_load_words(const conv_plan *p, const conv_tile &c, int tid, unsigned *word) {
+  typedef conv_fast_shape<R, CL> F;
+  unsigned live = 0;
+#pragma unroll
+  for (int u = 0; u < F::LOADS; u++) {
+    int row, wi, yy;
+    const uint8_t *first;
+    word[u] = 0;
+    if (!conv_word<R, CL>(p, c, u, tid, &row, &wi, &first, &yy)) continue;
+    live |= 1u << u;
+    if (yy >= 0) word[u] = __ldg((const unsigned *)(first - ((uintptr_t)first & 3)) + wi);
+  }
+  return live;
+}
+
+/* The fast path: uint8 input, an R x R filter (3 or 5) and CL elements a
+ * pixel (1: HW/CHW planes, 3: HWC), the same for every sample of the batch.
+ * The same tiles and sums as conv_kernel, with the tile's row stride and the
+ * channel step known at compile time (every shared-memory read an immediate
+ * offset), and the tile loaded with aligned 4-byte words, bytes turned into
+ * floats by gpu_u8.h's arithmetic; only tile elements outside the plane
+ * (edge tiles) are border-mapped one by one. A block takes CONV_FAST_TILES
+ * consecutive tiles, the words of the next tile loaded while the current
+ * one is summed. uint8 results are stored by gpu_u8.h's rounding
+ * (ladle__f32_to_u8's bits). */
 template <int OT, int R, int CL>
 __global__ void __launch_bounds__(CONV_BX *CONV_BY, CONV_FAST_BLOCKS(R))
     conv_fast_kernel(const conv_plan *__restrict__ plans) {
   typedef conv_fast_shape<R, CL> F;
   __shared__ float tile[F::SH * F::SWP];
   const conv_plan *p = plans + blockIdx.y;
-  const int tid = threadIdx.y * CONV_BX + threadIdx.x;
-  const int rw = p->rw, orw = p->orw, h = p->h, border = p->d.border;
+  const int tid = threadIdx.y * CONV_BX + threadIdx.x, tiles = (int)p->tiles;
   const float fill = p->d.fill;
+  /* lane l writes its words' bytes in the order (l / 8) % 4, ...: the four
+   * stores of a warp each fill 32 banks, no conflict */
+  const int turn = (int)(threadIdx.x >> 3) & 3;
   float w[R * R];
 #pragma unroll
   for (int k = 0; k < R * R; k++) w[k] = __ldg(p->d.taps + k);
-  for (int64_t t = blockIdx.x; t < p->tiles; t += gridDim.x) {
-    const int64_t rest = t / p->tiles_x, plane = rest / p->tiles_y;
-    const int x0 = (int)(t - rest * p->tiles_x) * CONV_TW, y0 = (int)(rest - plane * p->tiles_y) * CONV_TH;
-    const int ix0 = x0 - p->d.ax * CL, iy0 = y0 - p->d.ay;
-    const uint8_t *in = (const uint8_t *)p->d.in + plane * ((int64_t)h * rw);
-    /* tile elements [lo, hi) of every row lie inside the row */
-    const int lo = ix0 < 0 ? -ix0 : 0, hi = ix0 + F::SW <= rw ? F::SW : rw - ix0;
-    __syncthreads(); /* the previous tile is no longer read */
-    {
-      unsigned word[F::LOADS], live = 0; /* live: bit u when word u holds bytes of the tile */
-      int at[F::LOADS]; /* tile position of word u's byte 0 (row * SWP + e, e in [-3, SW)) */
+  for (int t0 = (int)blockIdx.x * CONV_FAST_TILES; t0 < tiles; t0 += (int)gridDim.x * CONV_FAST_TILES) {
+    const int t1 = t0 + CONV_FAST_TILES < tiles ? t0 + CONV_FAST_TILES : tiles;
+    unsigned word[F::LOADS], live = conv_load_words<R, CL>(p, conv_tile_at<R, CL>(p, t0), tid, word);
+    for (int t = t0; t < t1; t++) {
+      const conv_tile c = conv_tile_at<R, CL>(p, t);
+      __syncthreads(); /* the previous tile is no longer read */
 #pragma unroll
       for (int u = 0; u < F::LOADS; u++) {
-        const int item = tid + u * (CONV_BX * CONV_BY), row = item / F::NW, wi = item - row * F::NW;
-        at[u] = 0;
-        word[u] = 0;
-        if (row >= F::SH) continue;
-        const int yy = conv_border32(iy0 + row, h, border);
-        const uint8_t *first = in + (int64_t)(yy < 0 ? 0 : yy) * rw + ix0 + lo;
-        const int mis = (int)((uintptr_t)first & 3);
-        if (4 * wi >= mis + hi - lo) continue;
-        at[u] = row * F::SWP + lo + 4 * wi - mis;
-        live |= 1u << u;
-        if (yy >= 0) word[u] = __ldg((const unsigned *)(first - mis) + wi);
-      }
-      /* lane l writes its word's bytes in the order (l / 8) % 4, ...: the
-       * four stores of a warp each fill 32 banks, no conflict */
-      const int turn = (int)(threadIdx.x >> 3) & 3;
-#pragma unroll
-      for (int u = 0; u < F::LOADS; u++) {
+        int row, wi, yy;
+        const uint8_t *first;
         if (!(live >> u & 1)) continue;
-        const int item = tid + u * (CONV_BX * CONV_BY), row = item / F::NW, yy = conv_border32(iy0 + row, h, border);
-        const int e0 = at[u] - row * F::SWP; /* tile element of the word's byte 0 */
+        conv_word<R, CL>(p, c, u, tid, &row, &wi, &first, &yy);
+        const int e0 = c.lo + 4 * wi - (int)((uintptr_t)first & 3); /* tile element of the word's byte 0 */
 #pragma unroll
         for (int k = 0; k < 4; k++) {
           const int b = (k + turn) & 3;
-          if (e0 + b >= lo && e0 + b < hi) tile[at[u] + b] = yy < 0 ? fill : ladle__gpu_byte_float(word[u], b);
+          if (e0 + b >= c.lo && e0 + b < c.hi)
+            tile[row * F::SWP + e0 + b] = yy < 0 ? fill : ladle__gpu_byte_float(word[u], b);
         }
       }
-    }
-    if (lo > 0 || hi < F::SW) { /* edge tile: the elements outside the row, one by one */
-      const int nh = lo + F::SW - hi;
-      for (int item = tid; item < F::SH * nh; item += CONV_BX * CONV_BY) {
-        const int row = item / nh, k = item - row * nh, e = k < lo ? k : hi + (k - lo);
-        const int yy = conv_border32(iy0 + row, h, border), xe = conv_col(ix0 + e, rw, CL, p->w, border);
-        tile[row * F::SWP + e] = yy < 0 || xe < 0 ? fill : (float)in[(int64_t)yy * rw + xe];
+      if (c.lo > 0 || c.hi < F::SW) { /* edge tile: the elements outside the row, one by one */
+        const int nh = c.lo + F::SW - c.hi;
+        for (int item = tid; item < F::SH * nh; item += CONV_BX * CONV_BY) {
+          const int row = item / nh, k = item - row * nh, e = k < c.lo ? k : c.hi + (k - c.lo);
+          const int yy = conv_border32(c.iy0 + row, p->h, p->d.border);
+          const int xe = conv_col(c.ix0 + e, p->rw, CL, p->w, p->d.border);
+          tile[row * F::SWP + e] = yy < 0 || xe < 0 ? fill : (float)c.in[(int64_t)yy * p->rw + xe];
+        }
       }
-    }
-    __syncthreads();
-    float acc[CONV_K];
+      __syncthreads();
+      if (t + 1 < t1) live = conv_load_words<R, CL>(p, conv_tile_at<R, CL>(p, t + 1), tid, word);
+      float acc[CONV_K];
 #pragma unroll
-    for (int k = 0; k < CONV_K; k++) acc[k] = 0;
-    const float *base = tile + threadIdx.y * CONV_K * F::SWP + threadIdx.x;
+      for (int k = 0; k < CONV_K; k++) acc[k] = 0;
+      const float *base = tile + threadIdx.y * CONV_K * F::SWP + threadIdx.x;
 #pragma unroll
-    for (int rho = 0; rho < CONV_K + R - 1; rho++)
+      for (int rho = 0; rho < CONV_K + R - 1; rho++)
 #pragma unroll
-      for (int j = 0; j < R; j++) {
-        const float v = base[rho * F::SWP + j * CL];
+        for (int j = 0; j < R; j++) {
+          const float v = base[rho * F::SWP + j * CL];
 #pragma unroll
-        for (int k = 0; k < CONV_K; k++)
-          if (rho - k >= 0 && rho - k < R) acc[k] = __fadd_rn(acc[k], __fmul_rn(w[(rho - k) * R + j], v));
-      }
-    const int ox = x0 + threadIdx.x, oy0 = y0 + threadIdx.y * CONV_K;
-    if (ox < orw) {
-      const size_t at = (size_t)plane * ((size_t)p->out_h * orw) + (size_t)oy0 * orw + ox;
+          for (int k = 0; k < CONV_K; k++)
+            if (rho - k >= 0 && rho - k < R) acc[k] = __fadd_rn(acc[k], __fmul_rn(w[(rho - k) * R + j], v));
+        }
+      const int ox = c.x0 + threadIdx.x, oy0 = c.y0 + threadIdx.y * CONV_K, orw = p->orw;
+      if (ox < orw) {
+        const size_t at = (size_t)c.plane * ((size_t)p->out_h * orw) + (size_t)oy0 * orw + ox;
 #pragma unroll
-      for (int k = 0; k < CONV_K; k++) {
-        if (oy0 + k >= p->out_h) break;
-        if (OT == LADLE_UINT8)
-          ((uint8_t *)p->d.out)[at + (size_t)k * orw] = (uint8_t)ladle__gpu_u8_rne(acc[k]);
-        else
-          ladle__store_f32(p->d.out, at + (size_t)k * orw, OT, acc[k]);
+        for (int k = 0; k < CONV_K; k++) {
+          if (oy0 + k >= p->out_h) break;
+          if (OT == LADLE_UINT8)
+            ((uint8_t *)p->d.out)[at + (size_t)k * orw] = (uint8_t)ladle__gpu_u8_rne(acc[k]);
+          else
+            ladle__store_f32(p->d.out, at + (size_t)k * orw, OT, acc[k]);
+        }
       }
     }
   }
@@ -759,7 +800,7 @@ conv_fn conv_fast_for(const conv_plan *hp, int n) {
       (ot != LADLE_UINT8 && ot != LADLE_FLOAT32))
     return NULL;
   for (int i = 0; i < n; i++)
-    if (!hp[i].tiled || hp[i].d.r != r || hp[i].d.s != r || hp[i].cl != cl) return NULL;
+    if (!hp[i].tiled || hp[i].tiles >= INT32_MAX || hp[i].d.r != r || hp[i].d.s != r || hp[i].cl != cl) return NULL;
   return ot == LADLE_UINT8 ? conv_fast_for_type<LADLE_UINT8>(r, cl) : conv_fast_for_type<LADLE_FLOAT32>(r, cl);
 }
 
@@ -989,7 +1030,8 @@ extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int ta
   (void)cudaGetLastError();
   fast = conv_fast_for((const conv_plan *)host_params, n);
   if (fast) {
-    fast<<<dim3((unsigned)(most < (1 << 20) ? most : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), 0, s>>>(
+    const int64_t groups = (most + CONV_FAST_TILES - 1) / CONV_FAST_TILES;
+    fast<<<dim3((unsigned)(groups < (1 << 20) ? groups : (1 << 20)), (unsigned)n), dim3(CONV_BX, CONV_BY), 0, s>>>(
         (const conv_plan *)dev_params);
     LADLE_CUDA_CHECK_LAUNCH(conv_fast_kernel);
   } else {

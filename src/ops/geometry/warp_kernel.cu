@@ -1,7 +1,8 @@
 /* warp_affine/rotate and paste on the GPU: one launch per batch, one thread
- * per output pixel (paste: per 16 output bytes), the CPU kernel's per-pixel
- * rule (warp_sample.h) with every float operation rounded on its own; the
- * kernels are instantiated per element type pair and channel count. */
+ * per WARP_ROWS output pixels of a column (paste: per 16 output bytes), the
+ * CPU kernel's per-pixel rule (warp_sample.h) with every float operation
+ * rounded on its own; the kernels are instantiated per element type pair and
+ * channel count. */
 /* A .cu file is only built with CUDA; the C headers it shares look for this. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
@@ -21,7 +22,7 @@ extern "C" {
 
 namespace {
 
-enum { TILE_W = 32, TILE_H = 8, WARP_ROWS = 2 };
+enum { TILE_W = 32, TILE_H = 8, WARP_ROWS = 4 };
 
 size_t param_bytes_of(int n, size_t each) { return ((size_t)(n > 0 ? n : 0) * each + 15) & ~(size_t)15; }
 
@@ -100,64 +101,99 @@ __device__ __forceinline__ void warp_store_pixel(void *out, size_t o, const floa
   }
 }
 
-/* Output pixel (x, y) of one sample: element types IN/OUT and (when not 0)
- * the channel count C fixed at compile time, so that warp_sample.h's switches
- * fold away. uint8 LINEAR pixels (of samples with `narrow` 32-bit indices):
- * those whose four taps are inside read each tap row's 2 * C bytes with word
- * loads, those whose four taps are all outside with a fill value read
- * nothing (the blend of four fill values, warp_pixel_of's arithmetic);
- * every other pixel takes warp_pixel_of. */
-template <int IN, int OUT, int C>
-__device__ __forceinline__ void warp_at(const ladle__gpu_warp_desc *q, int x, int y, int narrow) {
+/* uint8 LINEAR pixels (x, y + i * TILE_H), i < WARP_ROWS, of a sample with
+ * `narrow` 32-bit indices and C (> 0) channels: the source positions of all
+ * first, then the loads of all (in flight together), then the blends and
+ * stores. A pixel whose four taps are inside reads each tap row's 2 * C
+ * bytes with word loads; one whose four taps are all outside with a fill
+ * value reads nothing (the blend of four fill values, warp_pixel_of's
+ * arithmetic); any other (on the image's edge) takes warp_pixel_of. */
+enum { PIX_SKIP, PIX_INSIDE, PIX_FILL, PIX_EDGE };
+
+template <int OUT, int C>
+__device__ __forceinline__ void warp_band_u8(const ladle__gpu_warp_desc *q, int x, int y) {
   const ladle__warp_params *p = &q->p;
-  const int linear = p->linear;
-  if (IN == LADLE__WARP_U8 && C && linear && narrow) {
-    float px, qx, qy, v[C > 0 ? C : 1];
-    int x0, y0;
-    warp_linear_at(p->m, x, y, &x0, &y0, &px, &qx, &qy);
-    const int in_w = p->in_w, in_h = p->in_h;
-    const size_t o = (size_t)((unsigned)(y * p->out_w + x) * (unsigned)C);
-    if (x0 >= 0 && y0 >= 0 && x0 < in_w - 1 && y0 < in_h - 1) {
-      const uint8_t *src = (const uint8_t *)q->in + (unsigned)(y0 * in_w + x0) * (unsigned)C;
-      const uint2 r0 = load_u8_run(src, 2 * C), r1 = load_u8_run(src + (unsigned)in_w * (unsigned)C, 2 * C);
+  const int in_w = p->in_w, in_h = p->in_h;
+  const uint8_t *in = (const uint8_t *)q->in;
+  float px[WARP_ROWS], qx[WARP_ROWS], qy[WARP_ROWS];
+  int kind[WARP_ROWS];
+  unsigned at[WARP_ROWS];
+  uint2 r0[WARP_ROWS], r1[WARP_ROWS];
 #pragma unroll
-      for (int c = 0; c < C; c++)
-        v[c] = warp_blend(run_byte(r0, c), run_byte(r0, C + c), run_byte(r1, c), run_byte(r1, C + c), px, qx, qy);
-    } else if (p->use_fill && (x0 < -1 || y0 < -1 || x0 >= in_w || y0 >= in_h)) {
-      const float f = p->fill_in, b = warp_blend(f, f, f, f, px, qx, qy);
+  for (int i = 0; i < WARP_ROWS; i++) {
+    kind[i] = PIX_SKIP, at[i] = 0;
+    if (y + i * TILE_H >= p->out_h) continue;
+    int x0, y0;
+    warp_linear_at(p->m, x, y + i * TILE_H, &x0, &y0, &px[i], &qx[i], &qy[i]);
+    if (x0 >= 0 && y0 >= 0 && x0 < in_w - 1 && y0 < in_h - 1)
+      kind[i] = PIX_INSIDE, at[i] = (unsigned)(y0 * in_w + x0) * (unsigned)C;
+    else
+      kind[i] = p->use_fill && (x0 < -1 || y0 < -1 || x0 >= in_w || y0 >= in_h) ? PIX_FILL : PIX_EDGE;
+  }
+#pragma unroll
+  for (int i = 0; i < WARP_ROWS; i++) {
+    r0[i] = r1[i] = make_uint2(0u, 0u);
+    if (kind[i] != PIX_INSIDE) continue;
+    r0[i] = load_u8_run(in + at[i], 2 * C);
+    r1[i] = load_u8_run(in + at[i] + (unsigned)in_w * (unsigned)C, 2 * C);
+  }
+#pragma unroll
+  for (int i = 0; i < WARP_ROWS; i++) {
+    if (kind[i] == PIX_SKIP) continue;
+    const int yi = y + i * TILE_H;
+    if (kind[i] == PIX_EDGE) {
+      warp_pixel_of(q->out, q->in, p, x, yi, LADLE__WARP_U8, OUT, 1, p->use_fill, C);
+      continue;
+    }
+    float v[C];
+    if (kind[i] == PIX_FILL) {
+      const float f = p->fill_in, b = warp_blend(f, f, f, f, px[i], qx[i], qy[i]);
 #pragma unroll
       for (int c = 0; c < C; c++) v[c] = b;
     } else {
-      warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C);
-      return;
+#pragma unroll
+      for (int c = 0; c < C; c++)
+        v[c] = warp_blend(run_byte(r0[i], c), run_byte(r0[i], C + c), run_byte(r1[i], c), run_byte(r1[i], C + c),
+                          px[i], qx[i], qy[i]);
     }
-    warp_store_pixel<OUT, C>(q->out, o, v);
-    return;
+    warp_store_pixel<OUT, C>(q->out, (size_t)((unsigned)(yi * p->out_w + x) * (unsigned)C), v);
   }
-  warp_pixel_of(q->out, q->in, p, x, y, IN, OUT, linear, p->use_fill, C ? C : p->channels);
 }
 
-/* The rows y0, y0 + step, ... of column x. */
+/* Column x of the sample, bands of TILE_H * WARP_ROWS rows (the block's
+ * first, then every gridDim.y-th): element types IN/OUT and (when not 0)
+ * the channel count C fixed at compile time, so that warp_sample.h's
+ * switches fold away. */
 template <int IN, int OUT, int C>
-__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int y0, int step, int narrow) {
-  for (int y = y0; y < q->p.out_h; y += step) warp_at<IN, OUT, C>(q, x, y, narrow);
+__device__ __forceinline__ void warp_rows(const ladle__gpu_warp_desc *q, int x, int narrow) {
+  const ladle__warp_params *p = &q->p;
+  const int band = TILE_H * WARP_ROWS;
+  for (int b = (int)blockIdx.y * band; b < p->out_h; b += (int)gridDim.y * band) {
+    const int y = b + (int)threadIdx.y;
+    if (IN == LADLE__WARP_U8 && C > 0 && p->linear && narrow) {
+      warp_band_u8<OUT, (C > 0 ? C : 1)>(q, x, y);
+      continue;
+    }
+    for (int i = 0; i < WARP_ROWS; i++)
+      if (y + i * TILE_H < p->out_h)
+        warp_pixel_of(q->out, q->in, p, x, y + i * TILE_H, IN, OUT, p->linear, p->use_fill, C ? C : p->channels);
+  }
 }
 
-/* grid (tiles x, tiles y, samples), block TILE_W x TILE_H, one thread per
- * output pixel of WARP_ROWS rows (or more where the grid is capped); the
- * sample's parameters are copied to registers once. A sample smaller than
- * the grid skips the rest. */
+/* grid (tiles x, bands of rows, samples), block TILE_W x TILE_H, one thread
+ * per output pixel of WARP_ROWS rows (of more bands where the grid is
+ * capped); the sample's parameters are copied to registers once. A sample
+ * smaller than the grid skips the rest. */
 template <int IN, int OUT>
 __global__ void __launch_bounds__(TILE_W *TILE_H) warp_kernel(const ladle__gpu_warp_desc *__restrict__ d, int narrow) {
   const ladle__gpu_warp_desc q = d[blockIdx.z];
   const int x = blockIdx.x * TILE_W + threadIdx.x;
   if (x >= q.p.out_w) return;
-  const int y0 = blockIdx.y * TILE_H + threadIdx.y, step = gridDim.y * TILE_H;
   switch (q.p.channels) {
-    case 3: warp_rows<IN, OUT, 3>(&q, x, y0, step, narrow); break;
-    case 1: warp_rows<IN, OUT, 1>(&q, x, y0, step, narrow); break;
-    case 4: warp_rows<IN, OUT, 4>(&q, x, y0, step, narrow); break;
-    default: warp_rows<IN, OUT, 0>(&q, x, y0, step, narrow); break;
+    case 3: warp_rows<IN, OUT, 3>(&q, x, narrow); break;
+    case 1: warp_rows<IN, OUT, 1>(&q, x, narrow); break;
+    case 4: warp_rows<IN, OUT, 4>(&q, x, narrow); break;
+    default: warp_rows<IN, OUT, 0>(&q, x, narrow); break;
   }
 }
 
