@@ -112,6 +112,7 @@ static void test_gpu_convert_same_type(void) {
     memset(want + (size_t)(SAMPLES - 1) * SLOT, 0x5A, SLOT);
     CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
     CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
+    CUDA_OK(cudaDeviceSynchronize()); /* both run on the legacy stream, which the non-blocking `stream` does not wait for */
     CHECK_OK(ladle__gpu_convert(d, SAMPLES, t, t, host, dev, bytes, stream));
     CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
     CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
@@ -157,6 +158,7 @@ static void test_gpu_cast_every_pair(void) {
       }
       CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
       CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
+      CUDA_OK(cudaDeviceSynchronize()); /* as above: the memset may still run when the kernel starts */
       CHECK_OK(ladle__gpu_cast(d, SAMPLES, ot, it, host, dev, bytes, stream));
       CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
       CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
