@@ -10,6 +10,10 @@ Loaders (each skipped, with the reason, where it cannot run):
   ladle-cpu       ladle's CPU pipeline, batches copied to the GPU when there is one
   dali-mixed      NVIDIA DALI 2.4, the same graph, decoding on the GPU
   dali-cpu        DALI's CPU operators, the same graph
+  ladle-mixed-pipe, dali-mixed-pipe
+                  the mixed pipelines alone: pipe.run() per batch, its outputs left where
+                  they are (no iterator, no per-image box tensors, no copies): how much of
+                  the loader's time is the pipeline's
   tv-dataloader   torchvision CocoDetection + transforms v2 (RandomIoUCrop, flip, Resize,
                   ColorJitter, Normalize) + DataLoader(num_workers = --threads); with
                   torchvision < 0.16 or without pycocotools, the same augmentation with v1 ops
@@ -52,7 +56,10 @@ LOADERS = {  # name: train.py's --data-backend
     "dali-mixed": "dali",
     "dali-cpu": "dali-cpu",
     "tv-dataloader": "pytorch",
+    "ladle-mixed-pipe": "ladle",
+    "dali-mixed-pipe": "dali",
 }
+DEFAULT_LOADERS = ("ladle-mixed", "ladle-cpu", "dali-mixed", "dali-cpu", "tv-dataloader")
 TRAIN_SOURCES = ("synthetic", "ladle", "ladle-cpu", "dali", "pytorch")
 
 
@@ -65,6 +72,16 @@ def load_train():
 
 class Unavailable(Exception):
     pass
+
+
+class PipelineAlone:
+    """The *-pipe loaders: the pipeline's batches as they come out of run()."""
+
+    def __init__(self, pipe):
+        self.pipe = pipe
+
+    def next(self):
+        return self.pipe.run(), None
 
 
 # =========================== child: one loader ===========================
@@ -81,10 +98,10 @@ def make(train, torch, name, spec):
         argv.append("--encode-boxes")
     args = train.parse_args(argv)
     dev = train.Dist(not cuda)
-    if name.endswith("-mixed") and not cuda:
+    if "-mixed" in name and not cuda:
         raise Unavailable("no CUDA device")
     if name.startswith("ladle"):
-        missing = train.ladle_missing_ops("mixed" if name == "ladle-mixed" else "cpu")
+        missing = train.ladle_missing_ops("mixed" if name.startswith("ladle-mixed") else "cpu")
         if missing:
             raise Unavailable(f"ladle has no {', '.join(missing)} yet")
     if name.startswith("dali"):
@@ -95,6 +112,10 @@ def make(train, torch, name, spec):
     anchors = None
     if args.encode_boxes:  # SSD300's default boxes (8732 at 300 x 300)
         anchors = train.default_boxes(train.make_model(args.arch, 6, args.image_size), args.image_size)
+    if name.endswith("-pipe"):
+        lib = "dali" if name.startswith("dali") else "ladle"
+        pipe = train.build_pipeline(lib, args, dev, "mixed", anchors=anchors)
+        return PipelineAlone(pipe), f"{lib} pipeline alone, decoding on mixed (run() per batch)", dev
     loader, desc = train.make_loader(args, dev, backend, anchors)
     return loader, desc, dev
 
@@ -115,9 +136,14 @@ def measure(spec):
     images, targets = loader.next()
     sync()
     first = time.perf_counter() - start
-    output = {"images": [int(d) for d in images.shape], "dtype": str(images.dtype).replace("torch.", ""),
-              "device": str(images.device)}
-    if isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
+    if isinstance(loader, PipelineAlone):
+        output = {"pipeline_outputs": len(images)}
+    else:
+        output = {"images": [int(d) for d in images.shape], "dtype": str(images.dtype).replace("torch.", ""),
+                  "device": str(images.device)}
+    if targets is None:
+        pass
+    elif isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
         output["matched_anchors_per_image"] = round(float((targets[1] > 0).sum()) / len(targets[1]), 2)
     else:
         output["boxes_per_image"] = round(sum(len(t["boxes"]) for t in targets) / max(1, len(targets)), 2)
@@ -175,6 +201,7 @@ def stats_between(before, after, wall):
             "wait_share": round((after["wait_seconds"] - before["wait_seconds"]) / wall, 3),
             **{f"{k}_stage_share": round((after[f"{k}_stage_seconds"] - before[f"{k}_stage_seconds"]) / wall, 3)
                for k in ("host", "device")},
+            "gpu_wait_share": round((after["gpu_wait_seconds"] - before["gpu_wait_seconds"]) / wall, 3),
             "operators": ops}
 
 
@@ -384,7 +411,7 @@ def parse_args(argv=None):
     p.add_argument("--image-size", type=int, default=300)
     p.add_argument("--passes", type=int, default=5)
     p.add_argument("--pass-images", type=int, default=1024, help="images per timed pass")
-    p.add_argument("--loaders", default=",".join(LOADERS), help="comma-separated: " + ", ".join(LOADERS))
+    p.add_argument("--loaders", default=",".join(DEFAULT_LOADERS), help="comma-separated: " + ", ".join(LOADERS))
     p.add_argument("--encode-boxes", action="store_true",
                    help="the pipeline ends with box_encoder on SSD300's 8732 default boxes (train.py --encode-boxes; "
                         "tv-dataloader: torchvision's matcher in the workers)")

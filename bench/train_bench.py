@@ -79,8 +79,10 @@ def make_source(backend, args, torch, torchvision, ladle):
     if device == "auto":
         device = "mixed" if ladle_gpu_ops(ladle) is None else "cpu"
     return (LadleLoader(ladle, torch, args.data, "train", device, args.batch_size, args.ladle_threads, seed=args.seed,
-                        to_gpu=cuda, prefetch=args.prefetch, hw_decoder_load=args.ladle_hw_load),
-            f"ladle {device}" + (f", hw_decoder_load {args.ladle_hw_load}" if args.ladle_hw_load is not None else ""))
+                        to_gpu=cuda, prefetch=args.prefetch, hw_decoder_load=args.ladle_hw_load,
+                        decoder_args={"decoder_balance": args.ladle_balance} if args.ladle_balance else None),
+            f"ladle {device}" + (f", hw_decoder_load {args.ladle_hw_load}" if args.ladle_hw_load is not None else "")
+            + (f", decoder_balance {args.ladle_balance}" if args.ladle_balance else ""))
 
 
 def train_run(torch, torchvision, arch, source, args):
@@ -203,7 +205,8 @@ def run_child(args, backend, deadline):
                "--iters", str(args.iters), "--warmup-iters", str(args.warmup_iters), "--chunks", str(args.chunks),
                "--threads", str(args.threads), "--ladle-threads", str(args.ladle_threads), "--ladle-device", args.ladle_device, "--seed", str(args.seed),
                "--prefetch", str(args.prefetch)]
-        for opt, value in (("--dali-hw-load", args.dali_hw_load), ("--ladle-hw-load", args.ladle_hw_load)):
+        for opt, value in (("--dali-hw-load", args.dali_hw_load), ("--ladle-hw-load", args.ladle_hw_load),
+                           ("--ladle-balance", args.ladle_balance)):
             if value is not None:
                 cmd += [opt, str(value)]
         if args.allow_cpu:
@@ -384,6 +387,8 @@ def parse_args(argv=None):
                    help="DALI's hw_decoder_load (default: DALI's own default)")
     p.add_argument("--ladle-hw-load", type=float, default=None,
                    help="ladle's hw_decoder_load (default: ladle's own default)")
+    p.add_argument("--ladle-balance", choices=["fixed", "adaptive"], default=None,
+                   help="ladle's decoder_balance (default: ladle's own default, fixed)")
     p.add_argument("--batch-size", type=int, default=256)
     p.add_argument("--iters", type=int, default=100, help="timed iterations")
     p.add_argument("--warmup-iters", type=int, default=20)

@@ -666,6 +666,10 @@ typedef struct ladle_pipeline_stats {
    * busy time of the host stage's thread (readers, CPU operators) and of the
    * device stage's thread (the rest); both 0 with one stage. */
   double host_stage_seconds, device_stage_seconds;
+  /* Of the device stage's time: blocked until the GPU finished an earlier
+   * iteration (every slot of iterations in flight was taken). Near the device
+   * stage's time: the GPU, not the host, is what the pipeline waits for. */
+  double gpu_wait_seconds;
 } ladle_pipeline_stats;
 
 /** The pipeline's counters so far (all zero before build). */

@@ -835,7 +835,7 @@ class Pipeline:
         """Where the time went since build: {"iterations", "prepare_seconds"
         (the executor's time preparing them), "wait_seconds" (time run()
         waited: the consumer starved), "host_stage_seconds" and
-        "device_stage_seconds", "operators": [{"op", "name", "device",
+        "device_stage_seconds", "gpu_wait_seconds", "operators": [{"op", "name", "device",
         "seconds", "fused", "counters"}, ...] in the order added}.
         A loader that keeps up with training shows wait_seconds near 0.
 
@@ -867,7 +867,13 @@ class Pipeline:
         route) and "retried_on_cpu" (images sent to nvJPEG whose batch it
         refused, decoded on the CPU instead; counted in "cpu" too). The mixed
         backend counts batches it completed; a batch run again without a
-        skipped sample counts again.
+        skipped sample counts again. The mixed backend also sums its waits,
+        in microseconds: "nvjpeg_us" (in nvJPEG's batched call), of it
+        "engines_wait_us" (for the engines to finish the previous batch) and
+        "cpu_wait_us" (for the CPU workers' share): which side of
+        hw_decoder_load is behind. "gpu_wait_seconds" is the executor's
+        time blocked until the GPU finished an earlier iteration (all
+        iterations in flight taken): the GPU, not the host, is behind.
 
         "skipped_samples" counts the bad samples skipped (on_error="skip");
         "memory" has one dict per memory pool ("host_pageable", "host_pinned",

@@ -388,7 +388,10 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
   if (from < p->split) p->config = t->config; /* what this stage's nodes read */
   if (to > p->split) p->config_b = t->config;
   if (gpu && last) {
-    LADLE_TRY(ladle__gpu_begin(p->gpu));
+    int64_t t0 = ladle__now_ns();
+    st = ladle__gpu_begin(p->gpu);
+    atomic_fetch_add(&p->stat_gpu_wait_ns, ladle__now_ns() - t0);
+    if (st != LADLE_OK) goto done;
     for (int i = 0; i < from; i++) /* fed GPU batches of the host stage's sources */
       if ((p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL) && p->nodes[i]->device != LADLE_ON_CPU)
         LADLE_TRY(take_gpu_batch(gpu, t->values[p->nodes[i]->first_output]));
@@ -994,6 +997,7 @@ static int run_would_return(ladle_pipeline *p) {
 
 int ladle_pipeline_wait_ready(ladle_pipeline *p, int timeout_ms) {
   if (!p || ladle_pipeline_build(p) != LADLE_OK) return 1; /* run() reports it */
+  int64_t t0 = ladle__now_ns();
   pthread_mutex_lock(&p->lock);
   if (timeout_ms < 0) {
     while (!run_would_return(p)) pthread_cond_wait(&p->ready, &p->lock);
@@ -1011,6 +1015,7 @@ int ladle_pipeline_wait_ready(ladle_pipeline *p, int timeout_ms) {
   }
   int ready = run_would_return(p);
   pthread_mutex_unlock(&p->lock);
+  atomic_fetch_add(&p->stat_wait_ns, ladle__now_ns() - t0); /* the consumer's wait, as in run() */
   return ready;
 }
 
@@ -1144,6 +1149,7 @@ ladle_status ladle_pipeline_get_stats(const ladle_pipeline *p, ladle_pipeline_st
   stats->wait_seconds = (double)atomic_load(&p->stat_wait_ns) * 1e-9;
   stats->host_stage_seconds = (double)atomic_load(&p->stat_host_ns) * 1e-9;
   stats->device_stage_seconds = (double)atomic_load(&p->stat_device_ns) * 1e-9;
+  stats->gpu_wait_seconds = (double)atomic_load(&p->stat_gpu_wait_ns) * 1e-9;
   stats->skipped = ladle_pipeline_num_skipped(p);
   memory_stats(p->host_pool, NULL, &stats->host_pageable);
   ladle__gpu *g = p->gpu ? ladle__gpu_of(p->gpu) : NULL, *side = p->gpu ? ladle__gpu_side(p->gpu) : NULL;

@@ -123,7 +123,7 @@ struct ladle_pipeline {
   ladle__skip_state skip;
 
   /* Counters for ladle_pipeline_get_stats (written by the executor and run()). */
-  _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns, stat_host_ns, stat_device_ns;
+  _Atomic int64_t stat_iterations, stat_prepare_ns, stat_wait_ns, stat_host_ns, stat_device_ns, stat_gpu_wait_ns;
 };
 
 /* LADLE_OK, or LADLE_ERROR_STATE in a process forked from the pipeline's. */

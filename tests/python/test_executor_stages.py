@@ -411,6 +411,7 @@ def test_a_cpu_pipeline_has_one_stage(sample_root):
     pipe.run()
     stats = pipe.executor_statistics()
     assert stats["host_stage_seconds"] == 0 and stats["device_stage_seconds"] == 0
+    assert stats["gpu_wait_seconds"] == 0  # nothing runs on a GPU
     pipe.close()
 
 

@@ -491,6 +491,28 @@ def test_executor_statistics_account_for_the_iterations(sample_root):
         pipe.close()
 
 
+def test_wait_seconds_counts_the_consumers_wait():
+    """run() from Python waits in slices (for Ctrl-C) before taking the outputs:
+    that wait is the consumer's too. Each iteration sleeps 0.1 s in the executor and
+    the consumer asks at once, so it must have waited for most of it."""
+    def slow(x):
+        time.sleep(0.1)
+        return x
+
+    pipe = ladle.Pipeline(batch_size=1, num_threads=1, device_id=None, prefetch_queue_depth=1, seed=1)
+    with pipe:
+        pipe.set_outputs(fn.python_function(fn.random.uniform(range=[0, 1]), function=slow))
+    pipe.build()
+    try:
+        for _ in range(4):
+            pipe.run()
+        stats = pipe.executor_statistics()
+    finally:
+        pipe.close()
+    # Four iterations in run(): at least three sleeps (one may have been made before the first run()).
+    assert stats["wait_seconds"] >= 0.25, stats
+
+
 @pytest.mark.parametrize("op, arg, value, message", [
     ("coin_flip", "probability", 5.0, r"random\.coin_flip: argument 'probability' = 5 for sample 0 is out of range \[0, 1\]"),
     ("flip", "horizontal", 2.5, r"flip: argument 'horizontal' = 2\.5 for sample 0 is not 0 or 1"),

@@ -451,9 +451,10 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
     Py_DECREF(ops);
     return NULL;
   }
-  return Py_BuildValue("{s:L,s:d,s:d,s:d,s:d,s:L,s:N,s:N}", "iterations", (long long)ps.iterations,
+  return Py_BuildValue("{s:L,s:d,s:d,s:d,s:d,s:d,s:L,s:N,s:N}", "iterations", (long long)ps.iterations,
                        "prepare_seconds", ps.prepare_seconds, "wait_seconds", ps.wait_seconds, "host_stage_seconds",
-                       ps.host_stage_seconds, "device_stage_seconds", ps.device_stage_seconds, "skipped_samples",
+                       ps.host_stage_seconds, "device_stage_seconds", ps.device_stage_seconds, "gpu_wait_seconds",
+                       ps.gpu_wait_seconds, "skipped_samples",
                        (long long)ps.skipped, "memory", memory, "operators", ops);
 }
 

@@ -259,10 +259,18 @@ static int decoder_counters(const ladle__node *n, const char **names, int64_t *v
   }
   names[LADLE__ROUTE_COUNT] = "retried_on_cpu";
   values[LADLE__ROUTE_COUNT] = d ? atomic_load(&d->retried_on_cpu) : 0;
-  if (!d || !d->adaptive) return LADLE__ROUTE_COUNT + 1;
-  names[LADLE__ROUTE_COUNT + 1] = "hw_share_per_mille"; /* decoder_balance="adaptive": the share now */
-  values[LADLE__ROUTE_COUNT + 1] = lround(ladle__decoder_share(d) * 1000);
-  return LADLE__ROUTE_COUNT + 2;
+  int k = LADLE__ROUTE_COUNT + 1;
+  if (!d || !d->nvjpeg) return k;
+  static const char *const wait_names[3] = {"nvjpeg_us", "engines_wait_us", "cpu_wait_us"};
+  const _Atomic int64_t *waits[3] = {&d->nvjpeg_ns, &d->engines_wait_ns, &d->cpu_wait_ns};
+  for (int i = 0; i < 3; i++, k++) {
+    names[k] = wait_names[i];
+    values[k] = atomic_load(waits[i]) / 1000;
+  }
+  if (!d->adaptive) return k;
+  names[k] = "hw_share_per_mille"; /* decoder_balance="adaptive": the share now */
+  values[k] = lround(ladle__decoder_share(d) * 1000);
+  return k + 1;
 }
 
 static ladle_status decoder_setup(ladle__node *n, ladle__sample *s) {

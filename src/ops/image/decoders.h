@@ -43,6 +43,10 @@ typedef struct ladle__decoder_state {
   char hybrid_error[LADLE_ERROR_MAX];
   _Atomic int64_t decoded[LADLE__ROUTE_COUNT]; /* images delivered by each route (ladle_op_stats) */
   _Atomic int64_t retried_on_cpu;              /* of the CPU's: sent to nvJPEG, which refused their batch */
+  /* mixed, for ladle_op_stats: time run_batch spent in nvJPEG's batched call
+   * (of which waiting for the engines to finish the previous batch) and waiting
+   * for the CPU share: which side of the balance is behind. */
+  _Atomic int64_t nvjpeg_ns, engines_wait_ns, cpu_wait_ns;
 } ladle__decoder_state;
 
 /* The hardware share in use: hw_decoder_load, or the adaptive one. */

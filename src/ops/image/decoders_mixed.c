@@ -462,8 +462,11 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
   if (hw.count) {
     pthread_mutex_lock(&sh->lock);
     locked = 1;
+    int64_t t0 = ladle__now_ns();
     st = ladle__nvjpeg_decode(sh->decoder, hw.images, hw.count, format, g->stream);
+    atomic_fetch_add(&d->nvjpeg_ns, ladle__now_ns() - t0);
     engines_ns = ladle__nvjpeg_take_wait_ns(sh->decoder);
+    atomic_fetch_add(&d->engines_wait_ns, engines_ns);
     if (st == LADLE_ERROR_CORRUPT_DATA || st == LADLE_ERROR_UNSUPPORTED) {
       /* nvJPEG refused the data: its share decodes on the CPU instead, which
        * gives each image its own verdict (a bad one fails there, naming its
@@ -493,6 +496,7 @@ ladle_status ladle__decoders_mixed_run_batch(ladle__node *n, ladle__gpu *g) {
     int64_t t0 = ladle__now_ns();
     ladle__parallel_wait(g->workers, &cpu_run);
     cpu_ns = ladle__now_ns() - t0;
+    atomic_fetch_add(&d->cpu_wait_ns, cpu_ns);
     cpu_started = 0;
   }
   if (hw_retry_started) {

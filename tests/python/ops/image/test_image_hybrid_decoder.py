@@ -44,9 +44,10 @@ def encoded(sizes=SIZES):
     return [np.frombuffer(photo(w, h, i), np.uint8) for i, (w, h) in enumerate(sizes)]
 
 
-def decoder_counters(pipe):
+def decoder_counters(pipe, timings=False):
+    """The decoder's counters; the "*_us" ones (the mixed decoder's wait times) only with timings=True."""
     (op,) = [o for o in pipe.executor_statistics()["operators"] if o["op"].startswith("decoders.")]
-    return op["counters"]
+    return {k: v for k, v in op["counters"].items() if timings or not k.endswith("_us")}
 
 
 def decode(data, device, op="image", iterations=1, seed=3, **args):
@@ -92,7 +93,31 @@ def test_other_operators_have_no_counters():
     pipe.run()
     ops = {o["op"]: o["counters"] for o in pipe.executor_statistics()["operators"]}
     pipe.close()
-    assert ops["resize"] == {} and ops["decoders.image"]["cpu"] == 2
+    assert ops["resize"] == {} and ops["decoders.image"] == {"cpu": 2, "hw": 0, "gpu_hybrid": 0, "retried_on_cpu": 0}
+
+
+@pytest.mark.gpu
+def test_mixed_decoder_reports_its_waits():
+    """The mixed decoder's wait times (microseconds, summed over batches): the time in
+    nvJPEG's batched call, the part of it spent waiting for the engines to finish the
+    previous batch, and the wait for the CPU share. Timings: only their order is asserted."""
+    if not cuda_usable():
+        pytest.skip("no usable CUDA device")
+    data = encoded() * 4
+    pipe = ladle.Pipeline(batch_size=len(data), num_threads=3, device_id=0)
+    with pipe:
+        x = fn.external_source(name="x", dtype=types.UINT8, ndim=1)
+        pipe.set_outputs(fn.decoders.image(x, device="mixed", hw_decoder_load=0.5))
+    for _ in range(4):
+        pipe.feed_input("x", data)
+        pipe.run()
+    stats = pipe.executor_statistics()
+    pipe.close()
+    counts = next(o for o in stats["operators"] if o["op"] == "decoders.image")["counters"]
+    assert counts["hw"] > 0 and counts["cpu"] > 0
+    assert counts["nvjpeg_us"] > 0 and 0 <= counts["engines_wait_us"] <= counts["nvjpeg_us"]
+    assert 0 <= counts["cpu_wait_us"] <= stats["prepare_seconds"] * 1e6 + 1000
+    assert 0 <= stats["gpu_wait_seconds"] <= stats["prepare_seconds"] + 1e-3
 
 
 @pytest.mark.parametrize("value", [-1, 4294967296])
