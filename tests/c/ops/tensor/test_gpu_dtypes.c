@@ -30,22 +30,15 @@ static void test_gpu_convert_every_pair(void) {
         ref[i] = malloc(count * oes);
         fill(in[i], it, count, &rng);
         ladle__convert(ref[i], ot, in[i], it, count);
-        void *din = NULL, *dout = NULL;
-        CUDA_OK(cudaMalloc(&din, count * ies));
-        CUDA_OK(cudaMalloc(&dout, count * oes));
-        CUDA_OK(cudaMemcpy(din, in[i], count * ies, cudaMemcpyHostToDevice));
-        d[i] = (ladle__gpu_convert_desc){din, dout, count};
+        d[i] = (ladle__gpu_convert_desc){test_device_copy(in[i], count * ies), test_device_alloc(count * oes), count};
       }
       size_t bytes = ladle__gpu_convert_param_bytes(SAMPLES);
-      void *host = NULL, *dev = NULL;
-      CUDA_OK(cudaMallocHost(&host, bytes));
-      CUDA_OK(cudaMalloc(&dev, bytes));
+      void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
       CHECK_OK(ladle__gpu_convert(d, SAMPLES, ot, it, host, dev, bytes, stream));
-      CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
       size_t pair_bad = 0;
       for (int i = 0; i < SAMPLES; i++) {
         uint8_t *got = malloc(d[i].count * oes);
-        CUDA_OK(cudaMemcpy(got, d[i].out, d[i].count * oes, cudaMemcpyDeviceToHost));
+        test_download(got, d[i].out, d[i].count * oes, stream);
         for (size_t k = 0; k < d[i].count; k++)
           pair_bad += memcmp(got + k * oes, (uint8_t *)ref[i] + k * oes, oes) != 0;
         total += d[i].count;
@@ -71,9 +64,7 @@ static void test_gpu_convert_every_pair(void) {
 static void test_gpu_convert_rejects_bad_dtypes(void) {
   ladle__gpu_convert_desc d = {NULL, NULL, 0};
   size_t bytes = ladle__gpu_convert_param_bytes(1);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
   CHECK(ladle__gpu_convert(&d, 1, (ladle_dtype)LADLE_DTYPE_COUNT, LADLE_UINT8, host, dev, bytes, stream) ==
         LADLE_ERROR_INVALID_ARGUMENT);
   cudaFreeHost(host);
@@ -89,13 +80,10 @@ static void test_gpu_convert_same_type(void) {
   ladle__rng rng;
   ladle__rng_init(&rng, 92, 0, 0, 0);
   uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
-  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
-  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
-  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
+  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = test_device_alloc((size_t)SAMPLES * SLOT),
+          *dout = test_device_alloc((size_t)SAMPLES * SLOT);
   size_t bytes = ladle__gpu_convert_param_bytes(SAMPLES);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
   for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
     ladle_dtype t = all_dtypes[a];
     size_t es = ladle_dtype_size(t);
@@ -110,12 +98,10 @@ static void test_gpu_convert_same_type(void) {
     }
     d[SAMPLES - 1].in = d[SAMPLES - 1].out; /* in place: nothing to do */
     memset(want + (size_t)(SAMPLES - 1) * SLOT, 0x5A, SLOT);
-    CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
-    CUDA_OK(cudaDeviceSynchronize()); /* both run on the legacy stream, which the non-blocking `stream` does not wait for */
+    test_upload(din, hin, (size_t)SAMPLES * SLOT);
+    test_fill(dout, 0x5A, (size_t)SAMPLES * SLOT);
     CHECK_OK(ladle__gpu_convert(d, SAMPLES, t, t, host, dev, bytes, stream));
-    CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-    CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
+    test_download(got, dout, (size_t)SAMPLES * SLOT, stream);
     CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
   }
   free(hin), free(want), free(got);
@@ -132,13 +118,10 @@ static void test_gpu_cast_every_pair(void) {
   ladle__rng rng;
   ladle__rng_init(&rng, 93, 0, 0, 0);
   uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
-  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
-  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
-  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
+  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = test_device_alloc((size_t)SAMPLES * SLOT),
+          *dout = test_device_alloc((size_t)SAMPLES * SLOT);
   size_t bytes = ladle__gpu_cast_param_bytes(SAMPLES);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
   int own = 0;
   for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
     for (int b = 0; b < LADLE_DTYPE_COUNT; b++) {
@@ -156,12 +139,10 @@ static void test_gpu_cast_every_pair(void) {
         ladle__convert(want + (size_t)i * SLOT + oo * oes, ot, src, it, count);
         d[i] = (ladle__gpu_convert_desc){din + (size_t)i * SLOT + io * ies, dout + (size_t)i * SLOT + oo * oes, count};
       }
-      CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
-      CUDA_OK(cudaDeviceSynchronize()); /* as above: the memset may still run when the kernel starts */
+      test_upload(din, hin, (size_t)SAMPLES * SLOT);
+      test_fill(dout, 0x5A, (size_t)SAMPLES * SLOT);
       CHECK_OK(ladle__gpu_cast(d, SAMPLES, ot, it, host, dev, bytes, stream));
-      CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-      CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
+      test_download(got, dout, (size_t)SAMPLES * SLOT, stream);
       if (memcmp(got, want, (size_t)SAMPLES * SLOT) != 0)
         fprintf(stderr, "gpu cast %s -> %s differs from the CPU\n", ladle_dtype_name(it), ladle_dtype_name(ot));
       CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
