@@ -5,6 +5,8 @@
  *   TEST_SKIP_WITHOUT_DEVICE()  in main: exit 77 when there is no CUDA device;
  *   CUDA_OK(call)               checks a CUDA runtime call like CHECK, printing
  *                               the runtime's message;
+ *   test_device_alloc ... test_download  buffers filled and read in stream
+ *                               order (below: why every GPU test uses them);
  *   test_now_ms, test_time_launches  the timing the kernel tests print. */
 #ifndef LADLE_TEST_CUDA_H
 #define LADLE_TEST_CUDA_H
@@ -48,6 +50,56 @@ int main(void) {
     }                                                                                        \
   } while (0)
 
+/* Buffers a test launches on. The tests launch on a stream of
+ * ladle__cuda_stream_create, as the executor does: a non-blocking stream,
+ * which does not wait for the legacy default stream that cudaMemcpy and
+ * cudaMemset use, and those may return before the device has done them
+ * (cudaMemcpy from pageable memory, cudaMemset), so a kernel queued right
+ * after them can read a buffer not yet filled (test_gpu_dtypes once differed
+ * from the CPU so on an H200). Hence: whatever fills a buffer here ends with a
+ * device synchronize, and test_download waits for the stream the kernel ran
+ * on (a cudaMemcpy on the legacy stream does not) before it copies back.
+ *   test_device_alloc(bytes)      cudaMalloc (of 1 byte for 0), checked;
+ *   test_pinned_alloc(bytes)      cudaHostAlloc, likewise;
+ *   test_upload(dev, host, bytes) host -> device, done when it returns;
+ *   test_fill(dev, byte, bytes)   cudaMemset, done when it returns;
+ *   test_device_copy(host, bytes) test_device_alloc, then test_upload;
+ *   test_download(host, dev, bytes, stream)  waits for `stream` (a library
+ *                                 stream value: NULL is the legacy stream),
+ *                                 then device -> host. */
+static inline void *test_device_alloc(size_t bytes) {
+  void *p = NULL;
+  CUDA_OK(cudaMalloc(&p, bytes ? bytes : 1));
+  return p;
+}
+
+static inline void *test_pinned_alloc(size_t bytes) {
+  void *p = NULL;
+  CUDA_OK(cudaHostAlloc(&p, bytes ? bytes : 1, cudaHostAllocDefault));
+  return p;
+}
+
+static inline void test_upload(void *dev, const void *host, size_t bytes) {
+  if (bytes) CUDA_OK(cudaMemcpy(dev, host, bytes, cudaMemcpyHostToDevice));
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+static inline void test_fill(void *dev, int byte, size_t bytes) {
+  if (bytes) CUDA_OK(cudaMemset(dev, byte, bytes));
+  CUDA_OK(cudaDeviceSynchronize());
+}
+
+static inline void *test_device_copy(const void *host, size_t bytes) {
+  void *dev = test_device_alloc(bytes);
+  if (dev) test_upload(dev, host, bytes);
+  return dev;
+}
+
+static inline void test_download(void *host, const void *dev, size_t bytes, void *stream) {
+  CUDA_OK(cudaStreamSynchronize(ladle__cuda_stream(stream)));
+  if (bytes) CUDA_OK(cudaMemcpy(host, dev, bytes, cudaMemcpyDeviceToHost));
+}
+
 static inline double test_now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
@@ -72,8 +124,8 @@ static inline float test_time_launches(test_launch_fn launch, const void *ctx, s
   float ms = 0;
   *host_ms = 0;
   for (int it = 0; it < TEST_TIMED_LAUNCHES; it++) {
-    CUDA_OK(cudaHostAlloc(&host[it], bytes, cudaHostAllocDefault));
-    CUDA_OK(cudaMalloc(&dev[it], bytes));
+    host[it] = test_pinned_alloc(bytes);
+    dev[it] = test_device_alloc(bytes);
   }
   CHECK_OK(launch(ctx, host[0], dev[0], bytes)); /* warm-up */
   CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));

@@ -42,23 +42,9 @@ static void fill_random(uint8_t *p, size_t n) {
 static int rnd_size(int hi) { return rnd_int(0, 4) == 0 ? rnd_int(1, 8 < hi ? 8 : hi) : rnd_int(1, hi); }
 
 /* ------------------------------------------------------------------------ */
-/* CUDA helpers (the test calls the runtime directly)                         */
+/* CUDA helpers (and test_cuda.h's buffers)                                  */
 /* ------------------------------------------------------------------------ */
 
-static void *dev_alloc(size_t n) {
-  void *p = NULL;
-  CUDA_OK(cudaMalloc(&p, n ? n : 1));
-  return p;
-}
-
-static void *pinned_alloc(size_t n) {
-  void *p = NULL;
-  CUDA_OK(cudaHostAlloc(&p, n ? n : 1, cudaHostAllocDefault));
-  return p;
-}
-
-static void upload(void *d, const void *h, size_t n) { CUDA_OK(cudaMemcpy(d, h, n, cudaMemcpyHostToDevice)); }
-static void download(void *h, const void *d, size_t n) { CUDA_OK(cudaMemcpy(h, d, n, cudaMemcpyDeviceToHost)); }
 static void sync_stream(void) { CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream)); }
 
 /* Parameter buffers for one launch, freed by params_free. */
@@ -68,7 +54,7 @@ typedef struct params {
 } params;
 
 static params params_alloc(size_t bytes) {
-  params p = {pinned_alloc(bytes), dev_alloc(bytes), bytes};
+  params p = {test_pinned_alloc(bytes), test_device_alloc(bytes), bytes};
   return p;
 }
 
@@ -173,8 +159,7 @@ static void rs_make(rs_sample *s, ladle_dtype type, int max_in, int max_out, int
     CHECK(st == LADLE_OK);
     CHECK(s->ay.round_up == LADLE__ROUND_UP || s->ay.round_up == LADLE__ROUND_DALI_ROWS);
   }
-  s->din = dev_alloc(s->in_bytes);
-  upload(s->din, s->in, s->in_bytes);
+  s->din = test_device_copy(s->in, s->in_bytes);
 }
 
 static void test_resize(void) {
@@ -191,7 +176,7 @@ static void test_resize(void) {
       int ow = s[i].ax.out_size, oh = s[i].ay.out_size;
       s[i].out_bytes = (size_t)ow * oh * s[i].c * dtype_size(type);
       s[i].ref = malloc(s[i].out_bytes);
-      s[i].dout = dev_alloc(s[i].out_bytes);
+      s[i].dout = test_device_alloc(s[i].out_bytes);
       void *scratch = malloc(ladle__resize_scratch_size(&s[i].ax, &s[i].ay, s[i].in_h, s[i].c));
       if (type == LADLE_UINT8)
         ladle__resize_u8(s[i].ref, s[i].in, s[i].in_h, (int)s[i].stride, s[i].c, &s[i].ax, &s[i].ay, scratch);
@@ -203,10 +188,9 @@ static void test_resize(void) {
     }
     params p = params_alloc(ladle__gpu_resize_param_bytes(d, n));
     CHECK_OK(ladle__gpu_resize(d, n, type, p.host, p.dev, p.bytes, stream));
-    sync_stream();
     for (int i = 0; i < n; i++) {
       void *got = malloc(s[i].out_bytes);
-      download(got, s[i].dout, s[i].out_bytes);
+      test_download(got, s[i].dout, s[i].out_bytes, stream);
       size_t elems = s[i].out_bytes / dtype_size(type);
       size_t b = compare(got, s[i].ref, elems, type, &max_diff[type == LADLE_FLOAT32]);
       if (b && !bad[type == LADLE_FLOAT32])
@@ -288,16 +272,15 @@ static void test_fused(void) {
       s[i].ref = malloc(s[i].out_bytes);
       ladle__crop_mirror_normalize(s[i].ref, r, rh, rw, rw * c, &cmn[i]);
       free(r);
-      s[i].dout = dev_alloc(s[i].out_bytes);
-      CUDA_OK(cudaMemset(s[i].dout, 0xA5, s[i].out_bytes)); /* no byte may be left unwritten */
+      s[i].dout = test_device_alloc(s[i].out_bytes);
+      test_fill(s[i].dout, 0xA5, s[i].out_bytes); /* no byte may be left unwritten */
       d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, s[i].in_h, s[i].in_w, s[i].stride, c, &s[i].ax, &s[i].ay, NULL};
     }
     params p = params_alloc(ladle__gpu_resize_param_bytes(d, n));
     CHECK_OK(ladle__gpu_fused(d, cmn, n, p.host, p.dev, p.bytes, stream));
-    sync_stream();
     for (int i = 0; i < n; i++) {
       void *got = malloc(s[i].out_bytes);
-      download(got, s[i].dout, s[i].out_bytes);
+      test_download(got, s[i].dout, s[i].out_bytes, stream);
       size_t elems = s[i].out_bytes / dtype_size(dtype);
       size_t b = compare(got, s[i].ref, elems, dtype, &max_diff);
       if (b && !bad)
@@ -340,20 +323,18 @@ static void test_cmn(void) {
       out_bytes[i] = (size_t)d[i].p.w * d[i].p.h * (c + pad) * dtype_size(dtype);
       ref[i] = malloc(out_bytes[i]);
       ladle__crop_mirror_normalize(ref[i], in[i], h, w, (int)stride, &d[i].p);
-      d[i].in = dev_alloc(in_bytes);
-      upload((void *)d[i].in, in[i], in_bytes);
-      d[i].out = dev_alloc(out_bytes[i]);
-      CUDA_OK(cudaMemset(d[i].out, 0xA5, out_bytes[i]));
+      d[i].in = test_device_copy(in[i], in_bytes);
+      d[i].out = test_device_alloc(out_bytes[i]);
+      test_fill(d[i].out, 0xA5, out_bytes[i]);
       d[i].in_h = h;
       d[i].in_w = w;
       d[i].in_stride = stride;
     }
     params p = params_alloc(ladle__gpu_cmn_param_bytes(n));
     CHECK_OK(ladle__gpu_crop_mirror_normalize(d, n, p.host, p.dev, p.bytes, stream));
-    sync_stream();
     for (int i = 0; i < n; i++) {
       void *got = malloc(out_bytes[i]);
-      download(got, d[i].out, out_bytes[i]);
+      test_download(got, d[i].out, out_bytes[i], stream);
       size_t elems = out_bytes[i] / dtype_size(dtype);
       size_t b = compare(got, ref[i], elems, dtype, &max_diff);
       if (b && !bad)
@@ -400,16 +381,14 @@ static void test_crop_flip(void) {
       ref[i] = malloc(out_bytes[i]);
       ladle__crop_flip_hwc(ref[i], in[i], h, w, c, es, d[i].x0, d[i].y0, d[i].w, d[i].h, d[i].flip_x, d[i].flip_y,
                            d[i].fill);
-      d[i].in = dev_alloc(in_bytes);
-      upload((void *)d[i].in, in[i], in_bytes);
-      d[i].out = dev_alloc(out_bytes[i]);
+      d[i].in = test_device_copy(in[i], in_bytes);
+      d[i].out = test_device_alloc(out_bytes[i]);
     }
     params p = params_alloc(ladle__gpu_crop_flip_param_bytes(n));
     CHECK_OK(ladle__gpu_crop_flip(d, n, p.host, p.dev, p.bytes, stream));
-    sync_stream();
     for (int i = 0; i < n; i++) {
       uint8_t *got = malloc(out_bytes[i]);
-      download(got, d[i].out, out_bytes[i]);
+      test_download(got, d[i].out, out_bytes[i], stream);
       for (size_t k = 0; k < out_bytes[i]; k++) bad += got[k] != ((uint8_t *)ref[i])[k];
       total += out_bytes[i];
       free(got);
@@ -435,7 +414,7 @@ static void test_bad_arguments(void) {
   CHECK_OK(ladle__resize_axis_plan(&ax, 10, 0, 10, 5, LADLE__INTERP_LINEAR, 1));
   CHECK_OK(ladle__resize_axis_plan(&ay, 10, 0, 10, 5, LADLE__INTERP_LINEAR, 1));
   params p = params_alloc(1 << 16);
-  void *buf = dev_alloc(1000);
+  void *buf = test_device_alloc(1000);
   /* Tables planned for another width. */
   ladle__gpu_resize_desc d = {buf, buf, 10, 11, 33, 3, &ax, &ay, NULL};
   CHECK(ladle__gpu_resize(&d, 1, LADLE_UINT8, p.host, p.dev, p.bytes, stream) == LADLE_ERROR_INVALID_ARGUMENT);
@@ -667,8 +646,8 @@ static void compare_decodes(ladle__nvjpeg_decoder *dec, jpeg_case *cases, int n,
     CHECK(cpu[m] != NULL);
     if (!cpu[m]) continue;
     size_t pitch = (size_t)w[m] * ch + (size_t)rnd_int(0, 1) * 64; /* pitched rows too */
-    im[m] = (ladle__nvjpeg_image){cases[i].data, cases[i].size, cases[i].name, dev_alloc(pitch * h[m]), pitch, 0,
-                                  {0, 0, 0, 0}};
+    im[m] = (ladle__nvjpeg_image){cases[i].data, cases[i].size, cases[i].name, test_device_alloc(pitch * h[m]), pitch,
+                                  0, {0, 0, 0, 0}};
     if (roi) {
       im[m].has_roi = 1;
       im[m].roi = *roi;
@@ -777,7 +756,7 @@ static void test_nvjpeg(void) {
   CHECK(good != NULL);
   if (!good) return;
   ladle__nvjpeg_image im[2];
-  void *o1 = dev_alloc(640 * 480 * 3), *o2 = dev_alloc(640 * 480 * 3);
+  void *o1 = test_device_alloc(640 * 480 * 3), *o2 = test_device_alloc(640 * 480 * 3);
   size_t half = good->size / 2;
   im[0] = (ladle__nvjpeg_image){good->data, half, "cut.jpg", o1, 640 * 3, 0, {0, 0, 0, 0}};
   im[1] = (ladle__nvjpeg_image){good->data, good->size, "good.jpg", o2, 640 * 3, 0, {0, 0, 0, 0}};

@@ -21,12 +21,9 @@ static void test_points_gpu(void) {
   ladle__rng_init(&rng, 9, 1, 0, 0);
   size_t bytes = (size_t)BATCH * MAX_ROWS * 6 * 4;
   uint8_t *hin = malloc(bytes), *want = malloc(bytes), *got = malloc(bytes);
-  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
   size_t pbytes = ladle__gpu_points_param_bytes(BATCH);
-  CUDA_OK(cudaMalloc(&din, bytes));
-  CUDA_OK(cudaMalloc(&dout, bytes));
-  CUDA_OK(cudaHostAlloc(&hp, pbytes, cudaHostAllocDefault));
-  CUDA_OK(cudaMalloc(&dp, pbytes));
+  void *din = test_device_alloc(bytes), *dout = test_device_alloc(bytes);
+  void *hp = test_pinned_alloc(pbytes), *dp = test_device_alloc(pbytes);
   for (int trial = 0; trial < 60 && hin && want && got; trial++) {
     int mode = trial % 3;
     ladle_dtype it = mode == LADLE__POINTS_AFFINE ? types[rnd_int(0, 4)] : LADLE_FLOAT32;
@@ -55,11 +52,10 @@ static void test_points_gpu(void) {
       in_off += (n * ladle_dtype_size(it) + 15) & ~(size_t)15;
       out_off += ((size_t)rows * d[i].p.out_dim * ladle_dtype_size(ot) + 15) & ~(size_t)15;
     }
-    CUDA_OK(cudaMemcpy(din, hin, in_off, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dout, 0, bytes));
+    test_upload(din, hin, in_off);
+    test_fill(dout, 0, bytes);
     CHECK_OK(ladle__gpu_points(d, BATCH, ot, it, hp, dp, pbytes, stream));
-    CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-    CUDA_OK(cudaMemcpy(got, dout, out_off, cudaMemcpyDeviceToHost));
+    test_download(got, dout, out_off, stream);
     CHECK(!memcmp(got, want, out_off));
   }
   cudaFree(din), cudaFree(dout), cudaFree(dp), cudaFreeHost(hp);
@@ -81,15 +77,13 @@ static void test_box_encoder_gpu(void) {
   float *want = malloc(sizeof(float) * 4 * BATCH * ANCHORS), *got = malloc(sizeof(float) * 4 * BATCH * ANCHORS);
   int32_t *want_l = malloc(sizeof(int32_t) * BATCH * ANCHORS), *got_l = malloc(sizeof(int32_t) * BATCH * ANCHORS);
   int best[MAX_BOXES];
-  void *dboxes = NULL, *dlabels = NULL, *dout = NULL, *dout_l = NULL, *dbest = NULL, *hp = NULL, *dp = NULL;
   size_t pbytes = ladle__gpu_box_encoder_param_bytes(BATCH, ANCHORS);
-  CUDA_OK(cudaMalloc(&dboxes, sizeof(float) * 4 * BATCH * MAX_BOXES));
-  CUDA_OK(cudaMalloc(&dlabels, sizeof(int32_t) * BATCH * MAX_BOXES));
-  CUDA_OK(cudaMalloc(&dout, sizeof(float) * 4 * BATCH * ANCHORS));
-  CUDA_OK(cudaMalloc(&dout_l, sizeof(int32_t) * BATCH * ANCHORS));
-  CUDA_OK(cudaMalloc(&dbest, sizeof(int) * BATCH * MAX_BOXES));
-  CUDA_OK(cudaHostAlloc(&hp, pbytes, cudaHostAllocDefault));
-  CUDA_OK(cudaMalloc(&dp, pbytes));
+  void *dboxes = test_device_alloc(sizeof(float) * 4 * BATCH * MAX_BOXES),
+       *dlabels = test_device_alloc(sizeof(int32_t) * BATCH * MAX_BOXES),
+       *dout = test_device_alloc(sizeof(float) * 4 * BATCH * ANCHORS),
+       *dout_l = test_device_alloc(sizeof(int32_t) * BATCH * ANCHORS),
+       *dbest = test_device_alloc(sizeof(int) * BATCH * MAX_BOXES), *hp = test_pinned_alloc(pbytes),
+       *dp = test_device_alloc(pbytes);
   for (int trial = 0; trial < 12 && anchors && boxes && labels && want && got && want_l && got_l; trial++) {
     int64_t nanchors = rnd_int(1, ANCHORS);
     random_boxes(anchors, nanchors);
@@ -112,12 +106,11 @@ static void test_box_encoder_gpu(void) {
                                            (float *)dout + 4 * i * ANCHORS, (int32_t *)dout_l + i * ANCHORS,
                                            (int *)dbest + i * MAX_BOXES, nb};
     }
-    CUDA_OK(cudaMemcpy(dboxes, boxes, sizeof(float) * 4 * BATCH * MAX_BOXES, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemcpy(dlabels, labels, sizeof(int32_t) * BATCH * MAX_BOXES, cudaMemcpyHostToDevice));
+    test_upload(dboxes, boxes, sizeof(float) * 4 * BATCH * MAX_BOXES);
+    test_upload(dlabels, labels, sizeof(int32_t) * BATCH * MAX_BOXES);
     CHECK_OK(ladle__gpu_box_encoder(d, BATCH, anchors, nanchors, &p, hp, dp, pbytes, stream));
-    CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-    CUDA_OK(cudaMemcpy(got, dout, sizeof(float) * 4 * BATCH * ANCHORS, cudaMemcpyDeviceToHost));
-    CUDA_OK(cudaMemcpy(got_l, dout_l, sizeof(int32_t) * BATCH * ANCHORS, cudaMemcpyDeviceToHost));
+    test_download(got, dout, sizeof(float) * 4 * BATCH * ANCHORS, stream);
+    test_download(got_l, dout_l, sizeof(int32_t) * BATCH * ANCHORS, stream);
     int labels_same = 1, boxes_ok = 1;
     for (int i = 0; i < BATCH; i++)
       for (int64_t j = 0; j < nanchors; j++) {

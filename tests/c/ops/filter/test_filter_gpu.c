@@ -69,21 +69,18 @@ static size_t run_case(ladle__conv_desc *cpu, int n, int skew) {
     d->in = host_in[i], d->out = out_cpu[i];
     for (int64_t e = 0; e < out_elems(d); e++) ladle__conv_element(d, e);
     gpu[i] = *d;
-    CUDA_OK(cudaMalloc(&dev_in[i], nin + (size_t)skew * ie + 1));
-    CUDA_OK(cudaMemcpy((char *)dev_in[i] + (size_t)skew * ie, host_in[i], nin, cudaMemcpyHostToDevice));
+    dev_in[i] = test_device_alloc(nin + (size_t)skew * ie + 1);
+    test_upload((char *)dev_in[i] + (size_t)skew * ie, host_in[i], nin);
     gpu[i].in = (char *)dev_in[i] + (size_t)skew * ie;
-    CUDA_OK(cudaMalloc(&gpu[i].out, nout + 1));
+    gpu[i].out = test_device_alloc(nout + 1);
     total += d->r * d->s;
   }
   size_t bytes = ladle__gpu_conv_param_bytes(n, total);
-  void *dev = NULL, *host = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  void *dev = test_device_alloc(bytes), *host = test_pinned_alloc(bytes);
   CHECK_OK(ladle__gpu_conv(gpu, n, total, host, dev, bytes, stream));
-  CUDA_OK(cudaDeviceSynchronize());
   for (int i = 0; i < n; i++) {
     size_t nout = (size_t)out_elems(&cpu[i]) * ladle_dtype_size((ladle_dtype)cpu[i].out_type);
-    CUDA_OK(cudaMemcpy(out_gpu[i], gpu[i].out, nout, cudaMemcpyDeviceToHost));
+    test_download(out_gpu[i], gpu[i].out, nout, stream);
     if (memcmp(out_cpu[i], out_gpu[i], nout) != 0) {
       bad++;
       fprintf(stderr, "  sample %d differs: types %d->%d border %d channel_last %d frames %lld channels %lld "
@@ -253,11 +250,8 @@ static void report_times(void) {
     make(&d[i], taps[i], LADLE_UINT8, LADLE_UINT8, LADLE__BORDER_REFLECT_101, 0, rnd_int(336, 470), rnd_int(386, 540),
          5, 5, 0);
     d[i].channels = 3, d[i].ay = d[i].ax = 2;
-    void *in = NULL, *out = NULL;
-    CUDA_OK(cudaMalloc(&in, (size_t)(d[i].h * d[i].w * 3)));
-    CUDA_OK(cudaMalloc(&out, (size_t)(d[i].h * d[i].w * 3)));
-    CUDA_OK(cudaMemcpy(in, buf, (size_t)(d[i].h * d[i].w * 3), cudaMemcpyHostToDevice));
-    d[i].in = in, d[i].out = out;
+    d[i].in = test_device_copy(buf, (size_t)(d[i].h * d[i].w * 3));
+    d[i].out = test_device_alloc((size_t)(d[i].h * d[i].w * 3));
   }
   free(buf);
   time_conv("filter 5x5 (fast)", d, TB * 25);

@@ -28,19 +28,25 @@ typedef struct rz_case {
   int antialias, dali, flip, pad;
 } rz_case;
 
+/* One sample: input w x h x c in rows of `stride` elements, output ow x oh;
+ * its CPU tables (ax, ay) and, where the GPU plans them, its DALI geometry;
+ * the input (random), the CPU's output (ref), room for the GPU's (got) and
+ * the device buffers (dout2: test_planned_on_gpu's second output). */
 typedef struct rz_sample {
-  rz_case k;
+  int w, h, c, ow, oh;
+  int64_t stride;
+  ladle__resize_dali_geom geom;
   ladle__resize_axis ax, ay;
-  void *in, *ref, *got, *din, *dout;
+  void *in, *ref, *got, *din, *dout, *dout2;
   size_t in_bytes, out_bytes;
 } rz_sample;
 
-static int make(rz_sample *s, const rz_case *k, int f32) {
-  memset(s, 0, sizeof *s);
-  s->k = *k;
-  size_t es = f32 ? 4 : 1, stride = (size_t)k->w * k->c + (size_t)k->pad;
-  s->in_bytes = stride * (size_t)k->h * es;
-  s->out_bytes = (size_t)k->ow * k->oh * k->c * es;
+/* Once the tables are planned: a random input, the CPU's output, the device
+ * input (uploaded) and output. */
+static void sample_fill(rz_sample *s, int f32) {
+  size_t es = f32 ? 4 : 1;
+  s->in_bytes = (size_t)s->stride * s->h * es;
+  s->out_bytes = (size_t)s->ow * s->oh * s->c * es;
   s->in = malloc(s->in_bytes);
   s->ref = malloc(s->out_bytes);
   s->got = malloc(s->out_bytes);
@@ -50,6 +56,31 @@ static int make(rz_sample *s, const rz_case *k, int f32) {
     else
       ((uint8_t *)s->in)[i] = (uint8_t)ladle__rng_u32(&rng);
   }
+  void *scratch = malloc(ladle__resize_scratch_size(&s->ax, &s->ay, s->h, s->c));
+  if (f32)
+    ladle__resize_f32(s->ref, s->in, s->h, (int)s->stride, s->c, &s->ax, &s->ay, scratch);
+  else
+    ladle__resize_u8(s->ref, s->in, s->h, (int)s->stride, s->c, &s->ax, &s->ay, scratch);
+  free(scratch);
+  s->din = test_device_copy(s->in, s->in_bytes);
+  s->dout = test_device_alloc(s->out_bytes);
+}
+
+static void release(rz_sample *s) {
+  free(s->in);
+  free(s->ref);
+  free(s->got);
+  cudaFree(s->din);
+  cudaFree(s->dout);
+  cudaFree(s->dout2);
+  ladle__resize_axis_free(&s->ax);
+  ladle__resize_axis_free(&s->ay);
+}
+
+static int make(rz_sample *s, const rz_case *k, int f32) {
+  memset(s, 0, sizeof *s);
+  s->w = k->w, s->h = k->h, s->c = k->c, s->ow = k->ow, s->oh = k->oh;
+  s->stride = (int64_t)k->w * k->c + k->pad;
   ladle_status st;
   if (k->dali) {
     float lo[2] = {0, 0}, hi[2] = {(float)k->w, (float)k->h};
@@ -63,26 +94,8 @@ static int make(rz_sample *s, const rz_case *k, int f32) {
   }
   CHECK_OK(st);
   if (st != LADLE_OK) return 0;
-  void *scratch = malloc(ladle__resize_scratch_size(&s->ax, &s->ay, k->h, k->c));
-  if (f32)
-    ladle__resize_f32(s->ref, s->in, k->h, (int)stride, k->c, &s->ax, &s->ay, scratch);
-  else
-    ladle__resize_u8(s->ref, s->in, k->h, (int)stride, k->c, &s->ax, &s->ay, scratch);
-  free(scratch);
-  CHECK(cudaMalloc(&s->din, s->in_bytes) == cudaSuccess);
-  CHECK(cudaMalloc(&s->dout, s->out_bytes) == cudaSuccess);
-  CHECK(cudaMemcpy(s->din, s->in, s->in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  sample_fill(s, f32);
   return 1;
-}
-
-static void release(rz_sample *s) {
-  free(s->in);
-  free(s->ref);
-  free(s->got);
-  cudaFree(s->din);
-  cudaFree(s->dout);
-  ladle__resize_axis_free(&s->ax);
-  ladle__resize_axis_free(&s->ay);
 }
 
 /* Runs the cases as one batch and compares every sample. */
@@ -92,19 +105,15 @@ static void run_batch(const rz_case *cases, int n, int f32) {
   int ok = 1;
   for (int i = 0; i < n && ok; i++) {
     ok = make(&s[i], &cases[i], f32);
-    d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, cases[i].h, cases[i].w,
-                                    (int64_t)cases[i].w * cases[i].c + cases[i].pad, cases[i].c, &s[i].ax, &s[i].ay,
-                                    NULL};
+    d[i] = (ladle__gpu_resize_desc){s[i].din, s[i].dout, cases[i].h, cases[i].w, s[i].stride, cases[i].c,
+                                    &s[i].ax, &s[i].ay, NULL};
   }
   if (ok) {
     size_t bytes = ladle__gpu_resize_param_bytes(d, n);
-    void *host = NULL, *dev = NULL;
-    CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess);
-    CHECK(cudaMalloc(&dev, bytes) == cudaSuccess);
+    void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
     CHECK_OK(ladle__gpu_resize(d, n, f32 ? LADLE_FLOAT32 : LADLE_UINT8, host, dev, bytes, stream));
-    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
     for (int i = 0; i < n; i++) {
-      CHECK(cudaMemcpy(s[i].got, s[i].dout, s[i].out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      test_download(s[i].got, s[i].dout, s[i].out_bytes, stream);
       int same = memcmp(s[i].got, s[i].ref, s[i].out_bytes) == 0;
       if (!same)
         fprintf(stderr, "resize %s: %dx%dx%d -> %dx%d interp %d aa %d dali %d flip %d (taps %d, %d) differs\n",
@@ -164,19 +173,6 @@ static void test_random(void) {
 /* Tables planned on the GPU (descriptors with a DALI geometry)              */
 /* ------------------------------------------------------------------------ */
 
-/* One sample of a random DALI geometry: the window (as random_resized_crop,
- * roi_start/roi_end or subpixel_scale make it: inside, the whole image,
- * around or outside it, flipped), output size (down- and upscaling, 1
- * pixel), filters and antialias; its CPU tables and the reference output. */
-typedef struct geo_sample {
-  int w, h, c, ow, oh;
-  int64_t stride;
-  ladle__resize_dali_geom geom;
-  ladle__resize_axis ax, ay;
-  void *in, *ref, *got, *din, *dout, *dout2;
-  size_t in_bytes, out_bytes;
-} geo_sample;
-
 static void random_window(int in, float *lo, float *hi) {
   double l, len;
   switch (rnd_int(0, 4)) {
@@ -192,7 +188,11 @@ static void random_window(int in, float *lo, float *hi) {
   if (*lo == *hi) *hi = *lo + 1.0f;
 }
 
-static int geo_make(geo_sample *s, int f32, int max_in, int max_out) {
+/* One sample of a random DALI geometry: the window (as random_resized_crop,
+ * roi_start/roi_end or subpixel_scale make it: inside, the whole image,
+ * around or outside it, flipped), output size (down- and upscaling, 1
+ * pixel), filters and antialias; its CPU tables and the reference output. */
+static int geo_make(rz_sample *s, int f32, int max_in, int max_out) {
   memset(s, 0, sizeof *s);
   s->w = rnd_int(1, max_in), s->h = rnd_int(1, max_in), s->c = rnd_int(1, 4);
   s->stride = (int64_t)s->w * s->c + rnd_int(0, 1) * rnd_int(0, 7);
@@ -219,40 +219,9 @@ static int geo_make(geo_sample *s, int f32, int max_in, int max_out) {
   if (st != LADLE_OK) return 0;
   /* The geometry's bound holds the CPU's row length. */
   CHECK(s->ax.taps <= ladle__resize_dali_max_taps(&s->geom.x) && s->ay.taps <= ladle__resize_dali_max_taps(&s->geom.y));
-  size_t es = f32 ? 4 : 1;
-  s->in_bytes = (size_t)s->stride * s->h * es;
-  s->out_bytes = (size_t)s->ow * s->oh * s->c * es;
-  s->in = malloc(s->in_bytes);
-  s->ref = malloc(s->out_bytes);
-  s->got = malloc(s->out_bytes);
-  for (size_t i = 0; i < s->in_bytes / es; i++) {
-    if (f32)
-      ((float *)s->in)[i] = (float)rnd_range(-20, 300);
-    else
-      ((uint8_t *)s->in)[i] = (uint8_t)ladle__rng_u32(&rng);
-  }
-  void *scratch = malloc(ladle__resize_scratch_size(&s->ax, &s->ay, s->h, s->c));
-  if (f32)
-    ladle__resize_f32(s->ref, s->in, s->h, (int)s->stride, s->c, &s->ax, &s->ay, scratch);
-  else
-    ladle__resize_u8(s->ref, s->in, s->h, (int)s->stride, s->c, &s->ax, &s->ay, scratch);
-  free(scratch);
-  CHECK(cudaMalloc(&s->din, s->in_bytes) == cudaSuccess);
-  CHECK(cudaMalloc(&s->dout, s->out_bytes) == cudaSuccess);
-  CHECK(cudaMalloc(&s->dout2, s->out_bytes) == cudaSuccess);
-  CHECK(cudaMemcpy(s->din, s->in, s->in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+  sample_fill(s, f32);
+  s->dout2 = test_device_alloc(s->out_bytes);
   return 1;
-}
-
-static void geo_release(geo_sample *s) {
-  free(s->in);
-  free(s->ref);
-  free(s->got);
-  cudaFree(s->din);
-  cudaFree(s->dout);
-  cudaFree(s->dout2);
-  ladle__resize_axis_free(&s->ax);
-  ladle__resize_axis_free(&s->ay);
 }
 
 /* Batches of random geometries, each sample given by its geometry (tables
@@ -267,7 +236,7 @@ static void test_planned_on_gpu(void) {
   for (int round = 0; round < 40; round++) {
     const int f32 = round % 2, n = round < 4 ? 1 : rnd_int(1, 24);
     const int big = round % 5 == 4;
-    geo_sample *s = calloc((size_t)n, sizeof *s);
+    rz_sample *s = calloc((size_t)n, sizeof *s);
     ladle__gpu_resize_desc *d = calloc((size_t)n, sizeof *d), *dt = calloc((size_t)n, sizeof *d);
     ladle__cmn_params *cmn = calloc((size_t)n, sizeof *cmn);
     int ok = 1;
@@ -282,15 +251,15 @@ static void test_planned_on_gpu(void) {
     }
     if (ok) {
       size_t bytes = ladle__gpu_resize_param_bytes(d, n);
-      void *host = NULL, *dev = NULL;
-      CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess);
-      CHECK(cudaMalloc(&dev, bytes) == cudaSuccess);
-      CHECK(cudaMemset(dev, 0xff, bytes) == cudaSuccess); /* planned tables must not rely on zeroed memory */
+      void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
+      /* Planned tables must not rely on zeroed memory. (Done before the
+       * launch: a memset still running would overwrite the uploaded
+       * parameters.) */
+      test_fill(dev, 0xff, bytes);
       CHECK_OK(ladle__gpu_resize(d, n, f32 ? LADLE_FLOAT32 : LADLE_UINT8, host, dev, bytes, stream));
-      CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
       for (int i = 0; i < n; i++) {
         samples++;
-        CHECK(cudaMemcpy(s[i].got, s[i].dout, s[i].out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+        test_download(s[i].got, s[i].dout, s[i].out_bytes, stream);
         int same = memcmp(s[i].got, s[i].ref, s[i].out_bytes) == 0;
         if (!same)
           fprintf(stderr,
@@ -312,22 +281,19 @@ static void test_planned_on_gpu(void) {
           size_t ob = (size_t)p->w * p->h * s[i].c * sizeof(float);
           cudaFree(s[i].dout);
           cudaFree(s[i].dout2);
-          CHECK(cudaMalloc(&s[i].dout, ob) == cudaSuccess);
-          CHECK(cudaMalloc(&s[i].dout2, ob) == cudaSuccess);
+          s[i].dout = test_device_alloc(ob);
+          s[i].dout2 = test_device_alloc(ob);
           d[i].out = s[i].dout, dt[i].out = s[i].dout2;
         }
         size_t b2 = ladle__gpu_resize_param_bytes(dt, n);
-        void *host2 = NULL, *dev2 = NULL;
-        CHECK(cudaHostAlloc(&host2, b2, cudaHostAllocDefault) == cudaSuccess);
-        CHECK(cudaMalloc(&dev2, b2) == cudaSuccess);
+        void *host2 = test_pinned_alloc(b2), *dev2 = test_device_alloc(b2);
         CHECK_OK(ladle__gpu_fused(d, cmn, n, host, dev, bytes, stream));
         CHECK_OK(ladle__gpu_fused(dt, cmn, n, host2, dev2, b2, stream));
-        CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
         for (int i = 0; i < n; i++) {
           size_t ob = (size_t)cmn[i].w * cmn[i].h * s[i].c * sizeof(float);
           void *a = malloc(ob), *b = malloc(ob);
-          CHECK(cudaMemcpy(a, s[i].dout, ob, cudaMemcpyDeviceToHost) == cudaSuccess);
-          CHECK(cudaMemcpy(b, s[i].dout2, ob, cudaMemcpyDeviceToHost) == cudaSuccess);
+          test_download(a, s[i].dout, ob, stream);
+          test_download(b, s[i].dout2, ob, stream);
           CHECK(memcmp(a, b, ob) == 0);
           free(a);
           free(b);
@@ -338,7 +304,7 @@ static void test_planned_on_gpu(void) {
       cudaFreeHost(host);
       cudaFree(dev);
     }
-    for (int i = 0; i < n; i++) geo_release(&s[i]);
+    for (int i = 0; i < n; i++) release(&s[i]);
     free(s);
     free(d);
     free(dt);
@@ -352,13 +318,10 @@ static void test_planned_bad(void) {
   ladle__resize_dali_geom g;
   const float lo[2] = {0, 0}, hi[2] = {10, 10};
   CHECK_OK(ladle__resize_geom_dali(&g, 10, 10, lo, hi, 5, 5, LADLE__INTERP_LINEAR, LADLE__INTERP_LINEAR, 1));
-  void *buf = NULL;
-  CHECK(cudaMalloc(&buf, 1024) == cudaSuccess);
+  void *buf = test_device_alloc(1024);
   ladle__gpu_resize_desc d = {buf, buf, 10, 11, 33, 3, NULL, NULL, &g}; /* 11 wide, planned for 10 */
   size_t bytes = ladle__gpu_resize_param_bytes(&d, 1);
-  void *host = NULL, *dev = NULL;
-  CHECK(cudaHostAlloc(&host, bytes, cudaHostAllocDefault) == cudaSuccess);
-  CHECK(cudaMalloc(&dev, bytes) == cudaSuccess);
+  void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
   CHECK(ladle__gpu_resize(&d, 1, LADLE_UINT8, host, dev, bytes, stream) == LADLE_ERROR_INVALID_ARGUMENT);
   cudaFreeHost(host);
   cudaFree(dev);
@@ -411,7 +374,7 @@ static void time_resize(const char *name, const int *w, const int *h, void *cons
     CHECK_OK(ladle__resize_geom_dali(&geom[i], w[i], h[i], lo, hi, ow, oh, interp, interp, 1));
     geom_ms += test_now_ms() - t1;
     plan_ms += t1 - t0;
-    CUDA_OK(cudaMalloc(&dout[i], (size_t)ow * oh * 3));
+    dout[i] = test_device_alloc((size_t)ow * oh * 3);
     d[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, &ax[i], &ay[i], NULL};
     dg[i] = (ladle__gpu_resize_desc){din[i], dout[i], h[i], w[i], (int64_t)w[i] * 3, 3, NULL, NULL, &geom[i]};
   }
@@ -433,8 +396,7 @@ static void report_times(void) {
   for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
   for (int i = 0; i < TB; i++) {
     w[i] = rnd_int(386, 540), h[i] = rnd_int(336, 470);
-    CHECK(cudaMalloc(&din[i], (size_t)w[i] * h[i] * 3) == cudaSuccess);
-    CHECK(cudaMemcpy(din[i], buf, (size_t)w[i] * h[i] * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+    din[i] = test_device_copy(buf, (size_t)w[i] * h[i] * 3);
   }
   free(buf);
   time_resize("resize linear 224", w, h, din, LADLE__INTERP_LINEAR, 0);

@@ -32,8 +32,8 @@ static void sample_alloc(gpu_sample *g, size_t in_bytes, size_t out_bytes) {
   g->in_host = malloc(in_bytes);
   g->out_cpu = malloc(out_bytes);
   g->out_gpu = malloc(out_bytes);
-  CHECK(cudaMalloc(&g->in_dev, in_bytes) == cudaSuccess);
-  CHECK(cudaMalloc(&g->out_dev, out_bytes) == cudaSuccess);
+  g->in_dev = test_device_alloc(in_bytes);
+  g->out_dev = test_device_alloc(out_bytes);
   uint8_t *p = g->in_host;
   for (size_t i = 0; i < in_bytes; i++) p[i] = (uint8_t)ladle__rng_u32(&rng);
 }
@@ -47,7 +47,7 @@ static void sample_free(gpu_sample *g) {
 }
 
 static int sample_compare(gpu_sample *g) {
-  CHECK(cudaMemcpy(g->out_gpu, g->out_dev, g->out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+  test_download(g->out_gpu, g->out_dev, g->out_bytes, stream);
   return memcmp(g->out_cpu, g->out_gpu, g->out_bytes) == 0;
 }
 
@@ -81,13 +81,12 @@ static void warp_round(int n, int mixed, int max_in, int max_out) {
       float *f = g[i].in_host;
       for (size_t k = 0; k < g[i].in_bytes / 4; k++) f[k] = (float)rnd_range(-50, 300);
     }
-    CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+    test_upload(g[i].in_dev, g[i].in_host, g[i].in_bytes);
     ladle__warp_affine(g[i].out_cpu, g[i].in_host, &p);
     d[i] = (ladle__gpu_warp_desc){g[i].in_dev, g[i].out_dev, p};
   }
   CHECK(ladle__gpu_warp_param_bytes(n) <= PARAM_BYTES);
   CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
-  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
   for (int i = 0; i < n; i++) {
     if (!sample_compare(&g[i]))
       fprintf(stderr, "warp: sample %d differs (%dx%dx%d -> %dx%d, types %d -> %d, linear %d, fill %d)\n", i,
@@ -123,14 +122,13 @@ static void test_paste(void) {
       int in_off = rnd_int(0, 15), out_off = rnd_int(0, 15);
       sample_alloc(&g[i], in_bytes + (size_t)in_off, out_bytes + (size_t)out_off);
       /* guard bytes: what the kernel must not write */
-      CHECK(cudaMemset(g[i].out_dev, 0xa5, g[i].out_bytes) == cudaSuccess);
+      test_fill(g[i].out_dev, 0xa5, g[i].out_bytes);
       memset(g[i].out_cpu, 0xa5, g[i].out_bytes);
-      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      test_upload(g[i].in_dev, g[i].in_host, g[i].in_bytes);
       ladle__paste((uint8_t *)g[i].out_cpu + out_off, (const uint8_t *)g[i].in_host + in_off, &p);
       d[i] = (ladle__gpu_paste_desc){(const uint8_t *)g[i].in_dev + in_off, (uint8_t *)g[i].out_dev + out_off, p};
     }
     CHECK_OK(ladle__gpu_paste(d, n, host_params, dev_params, PARAM_BYTES, stream));
-    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
     for (int i = 0; i < n; i++) {
       if (!sample_compare(&g[i]))
         fprintf(stderr, "paste: sample %d differs (%dx%dx%d at (%d, %d) on %dx%d)\n", i, d[i].p.in_w, d[i].p.in_h,
@@ -175,14 +173,13 @@ static void test_rotate(void) {
       const size_t in_bytes = (size_t)p.in_h * p.in_w * C, out_bytes = (size_t)p.out_h * p.out_w * C * (out_type ? 4 : 1);
       offs[i][0] = rnd_int(0, 3), offs[i][1] = out_type ? 0 : rnd_int(0, 3);
       sample_alloc(&g[i], in_bytes + 3, out_bytes + 3);
-      CHECK(cudaMemset(g[i].out_dev, 0xa5, g[i].out_bytes) == cudaSuccess); /* bytes the kernel must not write */
+      test_fill(g[i].out_dev, 0xa5, g[i].out_bytes); /* bytes the kernel must not write */
       memset(g[i].out_cpu, 0xa5, g[i].out_bytes);
-      CHECK(cudaMemcpy(g[i].in_dev, g[i].in_host, g[i].in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      test_upload(g[i].in_dev, g[i].in_host, g[i].in_bytes);
       ladle__warp_affine((uint8_t *)g[i].out_cpu + offs[i][1], (const uint8_t *)g[i].in_host + offs[i][0], &p);
       d[i] = (ladle__gpu_warp_desc){(const uint8_t *)g[i].in_dev + offs[i][0], (uint8_t *)g[i].out_dev + offs[i][1], p};
     }
     CHECK_OK(ladle__gpu_warp_affine(d, n, host_params, dev_params, PARAM_BYTES, stream));
-    CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
     for (int i = 0; i < n; i++) {
       if (!sample_compare(&g[i]))
         fprintf(stderr, "rotate: sample %d differs (%dx%dx%d -> %dx%d, out type %d, linear %d, fill %d, offsets %d %d)\n",
@@ -233,9 +230,8 @@ static void report_times(void) {
   for (size_t i = 0; i < max_bytes; i++) buf[i] = (uint8_t)ladle__rng_u32(&rng);
   for (int i = 0; i < TB; i++) {
     int w = rnd_int(386, 540), h = rnd_int(336, 470);
-    CHECK(cudaMalloc(&din[i], (size_t)w * h * 3) == cudaSuccess);
-    CHECK(cudaMalloc(&dout[i], (size_t)w * h * 3 * 4) == cudaSuccess); /* paste's canvas is the largest */
-    CHECK(cudaMemcpy(din[i], buf, (size_t)w * h * 3, cudaMemcpyHostToDevice) == cudaSuccess);
+    din[i] = test_device_copy(buf, (size_t)w * h * 3);
+    dout[i] = test_device_alloc((size_t)w * h * 3 * 4); /* paste's canvas is the largest */
     ladle__warp_params p;
     memset(&p, 0, sizeof p);
     p.in_h = h, p.in_w = w, p.channels = 3, p.linear = 1, p.use_fill = 1;
@@ -270,8 +266,8 @@ int main(void) {
   ladle__rng_init(&rng, 2024, 7, 0, 0);
   CHECK_OK(ladle__cuda_use_device(0, NULL));
   CHECK_OK(ladle__cuda_stream_create(0, &stream));
-  CHECK(cudaHostAlloc(&host_params, PARAM_BYTES, cudaHostAllocDefault) == cudaSuccess);
-  CHECK(cudaMalloc(&dev_params, PARAM_BYTES) == cudaSuccess);
+  host_params = test_pinned_alloc(PARAM_BYTES);
+  dev_params = test_device_alloc(PARAM_BYTES);
   RUN(test_warp);
   RUN(test_rotate);
   RUN(test_paste);

@@ -56,6 +56,44 @@ static int64_t ulps(float a, float b) {
   return x > y ? (int64_t)x - y : (int64_t)y - x;
 }
 
+/* One sample's buffers: its operands on the host and on the device, the
+ * CPU's and the GPU's outputs and the device output. */
+typedef struct math_bufs {
+  void *in[3], *din[3], *cpu, *gpu, *dout;
+} math_bufs;
+
+/* Operand k: n random elements of type t (fill's nonzero), uploaded. */
+static void bufs_operand(math_bufs *b, int k, int t, int64_t n, int nonzero) {
+  size_t bytes = (size_t)n * ladle_dtype_size((ladle_dtype)t);
+  b->in[k] = malloc(bytes);
+  fill(b->in[k], t, n, nonzero);
+  b->din[k] = test_device_copy(b->in[k], bytes);
+}
+
+static void bufs_output(math_bufs *b, size_t bytes) {
+  b->cpu = malloc(bytes);
+  b->gpu = malloc(bytes);
+  b->dout = test_device_alloc(bytes);
+}
+
+static void bufs_free(math_bufs *b) {
+  for (int k = 0; k < 3; k++) free(b->in[k]), cudaFree(b->din[k]);
+  free(b->cpu), free(b->gpu), cudaFree(b->dout);
+}
+
+/* The elements of [from, to) of two outputs of type t that differ, NaNs of
+ * either sign counting as equal. */
+static int64_t count_differing(const void *cpu, const void *gpu, int64_t from, int64_t to, int t) {
+  const size_t es = ladle_dtype_size((ladle_dtype)t);
+  int64_t bad = 0;
+  for (int64_t j = from; j < to; j++) {
+    if (!memcmp((const char *)cpu + j * es, (const char *)gpu + j * es, es)) continue;
+    float a = ladle__math_load_f32(cpu, j, t), b = ladle__math_load_f32(gpu, j, t);
+    bad += !(a != a && b != b);
+  }
+  return bad;
+}
+
 /* One batch of 3 samples: operand 0 [h, w], operand 1 [1, w] (broadcast
  * rows) or a constant, operand 2 [h, 1]; the same on both kernels. */
 static void test_op_type(int op, int type) {
@@ -69,9 +107,10 @@ static void test_op_type(int op, int type) {
   if (!strcmp(rule, "FLOAT") && cls != LADLE_MATH_F32) cls = LADLE_MATH_F32, out_type = LADLE_FLOAT32;
   if (!strcmp(rule, "CMP")) out_type = LADLE_UINT8;
   ladle__math_expr e = {.op = op, .cls = cls, .arity = arity, .out_dtype = out_type};
-  size_t es = ladle_dtype_size((ladle_dtype)type), os = ladle_dtype_size((ladle_dtype)out_type);
+  size_t os = ladle_dtype_size((ladle_dtype)out_type);
   int64_t in_elems[3] = {H * W, W, H};
-  void *host_in[N][3], *dev_in[N][3], *dev_out[N], *cpu_out[N], *gpu_out[N];
+  math_bufs b[N];
+  memset(b, 0, sizeof b);
   ladle__math_sample cpu[N], gpu[N];
   int constant = rnd_int(0, 1) && arity >= 2;
   for (int k = 0; k < arity; k++) e.in_dtype[k] = type;
@@ -86,49 +125,35 @@ static void test_op_type(int op, int type) {
     cpu[i].shape[1] = W;
     int64_t strides[3][2] = {{W, 1}, {0, 1}, {1, 0}};
     for (int k = 0; k < arity; k++) {
-      host_in[i][k] = malloc(in_elems[k] * es);
-      fill(host_in[i][k], type, in_elems[k], k == 1);
-      CHECK(cudaMalloc(&dev_in[i][k], in_elems[k] * es) == cudaSuccess);
-      CHECK(cudaMemcpy(dev_in[i][k], host_in[i][k], in_elems[k] * es, cudaMemcpyHostToDevice) == cudaSuccess);
-      cpu[i].in[k] = host_in[i][k];
+      bufs_operand(&b[i], k, type, in_elems[k], k == 1);
+      cpu[i].in[k] = b[i].in[k];
       if (!e.is_constant[k]) memcpy(cpu[i].strides[k], strides[k], sizeof strides[k]);
     }
-    cpu_out[i] = malloc(H * W * os);
-    gpu_out[i] = malloc(H * W * os);
-    CHECK(cudaMalloc(&dev_out[i], H * W * os) == cudaSuccess);
-    cpu[i].out = cpu_out[i];
+    bufs_output(&b[i], H * W * os);
+    cpu[i].out = b[i].cpu;
     gpu[i] = cpu[i];
-    gpu[i].out = dev_out[i];
-    for (int k = 0; k < arity; k++) gpu[i].in[k] = dev_in[i][k];
+    gpu[i].out = b[i].dout;
+    for (int k = 0; k < arity; k++) gpu[i].in[k] = b[i].din[k];
     ladle__math_collapse(&cpu[i], arity);
     ladle__math_collapse(&gpu[i], arity);
     CHECK(ladle__math_run(&e, &cpu[i]) == 0);
   }
   size_t bytes = ladle__gpu_math_param_bytes(N);
-  void *hp = NULL, *dp = NULL;
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess);
-  CHECK(cudaMalloc(&dp, bytes) == cudaSuccess);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes);
   CHECK_OK(ladle__gpu_math(&e, gpu, N, hp, dp, bytes, NULL));
-  CHECK(cudaDeviceSynchronize() == cudaSuccess);
   int64_t worst = 0, mismatches = 0;
   for (int i = 0; i < N; i++) {
-    CHECK(cudaMemcpy(gpu_out[i], dev_out[i], H * W * os, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(b[i].gpu, b[i].dout, H * W * os, NULL);
     for (int64_t j = 0; j < H * W; j++) {
       if (out_type == LADLE_FLOAT32 || out_type == LADLE_FLOAT16) {
-        float a = ladle__math_load_f32(cpu_out[i], j, out_type), b = ladle__math_load_f32(gpu_out[i], j, out_type);
-        int64_t u = ulps(a, b);
+        float x = ladle__math_load_f32(b[i].cpu, j, out_type), y = ladle__math_load_f32(b[i].gpu, j, out_type);
+        int64_t u = ulps(x, y);
         if (u > worst) worst = u;
-      } else if (memcmp((char *)cpu_out[i] + j * os, (char *)gpu_out[i] + j * os, os)) {
+      } else if (memcmp((char *)b[i].cpu + j * os, (char *)b[i].gpu + j * os, os)) {
         mismatches++;
       }
     }
-    for (int k = 0; k < arity; k++) {
-      free(host_in[i][k]);
-      cudaFree(dev_in[i][k]);
-    }
-    free(cpu_out[i]);
-    free(gpu_out[i]);
-    cudaFree(dev_out[i]);
+    bufs_free(&b[i]);
   }
   cudaFreeHost(hp);
   cudaFree(dp);
@@ -162,15 +187,13 @@ static void test_strided_copy(void) {
   CHECK(ladle__math_run(&e, &s) == 0);
   for (int i = 0; i < 4; i++)
     for (int j = 0; j < 3; j++) CHECK(cpu_out[i * 3 + j] == in[(4 - i) * D1 * D2 + 2 * j * D2 + 1]);
-  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
   size_t bytes = ladle__gpu_math_param_bytes(1);
-  CHECK(cudaMalloc(&din, sizeof in) == cudaSuccess && cudaMalloc(&dout, sizeof gpu_out) == cudaSuccess);
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
-  CHECK(cudaMemcpy(din, in, sizeof in, cudaMemcpyHostToDevice) == cudaSuccess);
+  void *din = test_device_copy(in, sizeof in), *dout = test_device_alloc(sizeof gpu_out);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes);
   s.in[0] = (int64_t *)din + 4 * D1 * D2 + 1;
   s.out = dout;
   CHECK_OK(ladle__gpu_math(&e, &s, 1, hp, dp, bytes, NULL));
-  CHECK(cudaMemcpy(gpu_out, dout, sizeof gpu_out, cudaMemcpyDeviceToHost) == cudaSuccess);
+  test_download(gpu_out, dout, sizeof gpu_out, NULL);
   CHECK(memcmp(cpu_out, gpu_out, sizeof gpu_out) == 0);
   cudaFree(din);
   cudaFree(dout);
@@ -188,10 +211,9 @@ static void test_chains(void) {
   static uint8_t cpu_out[S][N * 4], gpu_out[S][N * 4];
   ladle__rng r;
   ladle__rng_init(&r, 7, 3, 0, 0);
-  void *hp = NULL, *dp = NULL, *dout[S] = {NULL};
   size_t bytes = ladle__gpu_math_param_bytes(S);
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
-  for (int i = 0; i < S; i++) CHECK(cudaMalloc(&dout[i], sizeof gpu_out[0]) == cudaSuccess);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes), *dout[S] = {NULL};
+  for (int i = 0; i < S; i++) dout[i] = test_device_alloc(sizeof gpu_out[0]);
   for (int trial = 0; trial < 200; trial++) {
     chain_case c[S];
     ladle__math_sample cpu[S], gpu[S];
@@ -206,11 +228,8 @@ static void test_chains(void) {
           chain_fill(&r, c[i].leaf[k], c[0].leaf_dtype[k], n);
         }
       }
-      for (int k = 0; k < c[0].p.num_leaves; k++) {
-        size_t lb = (size_t)chain_leaf_elems(c[0].leaf_shape[k]) * 4;
-        CHECK(cudaMalloc(&dleaf[i][k], lb) == cudaSuccess);
-        CHECK(cudaMemcpy(dleaf[i][k], c[i].leaf[k], lb, cudaMemcpyHostToDevice) == cudaSuccess);
-      }
+      for (int k = 0; k < c[0].p.num_leaves; k++)
+        dleaf[i][k] = test_device_copy(c[i].leaf[k], (size_t)chain_leaf_elems(c[0].leaf_shape[k]) * 4);
       chain_describe(&c[i], c[i].leaf, cpu_out[i], &cpu[i]);
       chain_describe(&c[i], dleaf[i], dout[i], &gpu[i]);
       ladle__math_collapse(&gpu[i], c[0].p.num_leaves);
@@ -220,22 +239,8 @@ static void test_chains(void) {
     const int out_type = c[0].p.step[c[0].p.num_steps - 1].e.out_dtype;
     const size_t es = ladle_dtype_size((ladle_dtype)out_type);
     for (int i = 0; i < S; i++) {
-      CHECK(cudaMemcpy(gpu_out[i], dout[i], (size_t)N * es, cudaMemcpyDeviceToHost) == cudaSuccess);
-      int64_t bad = 0;
-      for (int64_t j = 0; j < N; j++) {
-        if (!memcmp(cpu_out[i] + j * es, gpu_out[i] + j * es, es)) continue;
-        float a = 0, b = 0;
-        if (out_type == LADLE_FLOAT32) {
-          memcpy(&a, cpu_out[i] + j * 4, 4);
-          memcpy(&b, gpu_out[i] + j * 4, 4);
-        } else if (out_type == LADLE_FLOAT16) {
-          a = ladle__f16_to_f32(((const uint16_t *)cpu_out[i])[j]);
-          b = ladle__f16_to_f32(((const uint16_t *)gpu_out[i])[j]);
-        } else {
-          a = 0, b = 1;
-        }
-        bad += !(a != a && b != b);
-      }
+      test_download(gpu_out[i], dout[i], (size_t)N * es, NULL);
+      int64_t bad = count_differing(cpu_out[i], gpu_out[i], 0, N, out_type);
       if (bad) fprintf(stderr, "chain trial %d sample %d: %lld elements differ\n", trial, i, (long long)bad);
       CHECK(bad == 0);
       for (int k = 0; k < c[0].p.num_leaves; k++) cudaFree(dleaf[i][k]);
@@ -283,8 +288,9 @@ static void flat_case(int leaf_type, int mid_type, int out_type, int op2, int se
   if (op2 == LADLE_MATH_SQRT) p.num_leaves = 1; /* leaf 1 read nowhere */
   int leaf = -1;
   CHECK(ladle__math_prog_is_linear_f32(&p, &leaf) == 1 && leaf == leaf_type);
-  const size_t ls = ladle_dtype_size((ladle_dtype)leaf_type), os = ladle_dtype_size((ladle_dtype)out_type);
-  void *host[S][NL], *dev[S][NL], *cpu_out[S], *gpu_out[S], *dout[S];
+  const size_t os = ladle_dtype_size((ladle_dtype)out_type);
+  math_bufs b[S];
+  memset(b, 0, sizeof b);
   ladle__math_sample cpu[S], gpu[S];
   for (int i = 0; i < S; i++) {
     const int64_t n = counts[i], strided = i == S - 1;
@@ -294,48 +300,30 @@ static void flat_case(int leaf_type, int mid_type, int out_type, int op2, int se
     for (int k = 0; k < NL; k++) {
       const int bcast = k == 1 && (i == 1 || i == 3);
       const int64_t elems = bcast ? 1 : strided ? 2 * n : n;
-      host[i][k] = malloc((size_t)elems * ls);
-      fill(host[i][k], leaf_type, elems, 0);
-      CHECK(cudaMalloc(&dev[i][k], (size_t)elems * ls) == cudaSuccess);
-      CHECK(cudaMemcpy(dev[i][k], host[i][k], (size_t)elems * ls, cudaMemcpyHostToDevice) == cudaSuccess);
-      cpu[i].in[k] = host[i][k];
+      bufs_operand(&b[i], k, leaf_type, elems, 0);
+      cpu[i].in[k] = b[i].in[k];
       cpu[i].strides[k][0] = cpu[i].ndim == 0 || bcast ? 0 : strided && k == 0 ? 2 : 1;
     }
-    cpu_out[i] = malloc((size_t)n * os);
-    gpu_out[i] = malloc((size_t)n * os);
-    CHECK(cudaMalloc(&dout[i], (size_t)n * os) == cudaSuccess);
-    cpu[i].out = cpu_out[i];
+    bufs_output(&b[i], (size_t)n * os);
+    cpu[i].out = b[i].cpu;
     gpu[i] = cpu[i];
-    gpu[i].out = dout[i];
-    for (int k = 0; k < NL; k++) gpu[i].in[k] = dev[i][k];
+    gpu[i].out = b[i].dout;
+    for (int k = 0; k < NL; k++) gpu[i].in[k] = b[i].din[k];
     CHECK(ladle__math_is_flat(&gpu[i], p.num_leaves) == !strided);
     CHECK(ladle__math_run_prog(&p, &cpu[i]) == 0);
   }
   size_t bytes = ladle__gpu_math_param_bytes(S);
-  void *hp = NULL, *dp = NULL;
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes);
   CHECK_OK(ladle__gpu_math_prog(&p, gpu, S, hp, dp, bytes, NULL));
-  CHECK(cudaDeviceSynchronize() == cudaSuccess);
   for (int i = 0; i < S; i++) {
     const int64_t n = counts[i];
-    CHECK(cudaMemcpy(gpu_out[i], dout[i], (size_t)n * os, cudaMemcpyDeviceToHost) == cudaSuccess);
-    int64_t bad = 0;
-    for (int64_t j = 0; j < n; j++) {
-      if (!memcmp((char *)cpu_out[i] + j * os, (char *)gpu_out[i] + j * os, os)) continue;
-      float a = ladle__math_load_f32(cpu_out[i], j, out_type), b = ladle__math_load_f32(gpu_out[i], j, out_type);
-      bad += !(a != a && b != b);
-    }
+    test_download(b[i].gpu, b[i].dout, (size_t)n * os, NULL);
+    int64_t bad = count_differing(b[i].cpu, b[i].gpu, 0, n, out_type);
     if (bad)
       fprintf(stderr, "flat %d->%d (op %d) sample %d: %lld of %lld differ\n", leaf_type, out_type, op2, i,
               (long long)bad, (long long)n);
     CHECK(bad == 0);
-    for (int k = 0; k < NL; k++) {
-      free(host[i][k]);
-      cudaFree(dev[i][k]);
-    }
-    free(cpu_out[i]);
-    free(gpu_out[i]);
-    cudaFree(dout[i]);
+    bufs_free(&b[i]);
   }
   cudaFreeHost(hp);
   cudaFree(dp);
@@ -394,12 +382,10 @@ static void vec_case(int leaf_type, int mid_type, int out_type, int op2, int see
     in_total += reads, out_total += count[i];
   }
   void *hin = malloc((size_t)in_total * ls), *cpu_out = calloc((size_t)out_total, os),
-       *gpu_out = malloc((size_t)out_total * os), *din = NULL, *dout = NULL;
+       *gpu_out = malloc((size_t)out_total * os);
   fill(hin, leaf_type, in_total, 0);
-  CHECK(cudaMalloc(&din, (size_t)in_total * ls) == cudaSuccess);
-  CHECK(cudaMalloc(&dout, (size_t)out_total * os) == cudaSuccess);
-  CHECK(cudaMemcpy(din, hin, (size_t)in_total * ls, cudaMemcpyHostToDevice) == cudaSuccess);
-  CHECK(cudaMemset(dout, 0, (size_t)out_total * os) == cudaSuccess);
+  void *din = test_device_copy(hin, (size_t)in_total * ls), *dout = test_device_alloc((size_t)out_total * os);
+  test_fill(dout, 0, (size_t)out_total * os);
   ladle__math_sample cpu[S], gpu[S];
   for (int i = 0; i < S; i++) {
     memset(&cpu[i], 0, sizeof cpu[i]);
@@ -414,18 +400,11 @@ static void vec_case(int leaf_type, int mid_type, int out_type, int op2, int see
     CHECK(ladle__math_run_prog(&p, &cpu[i]) == 0);
   }
   size_t bytes = ladle__gpu_math_param_bytes(S);
-  void *hp = NULL, *dp = NULL;
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes);
   CHECK_OK(ladle__gpu_math_prog(&p, gpu, S, hp, dp, bytes, NULL));
-  CHECK(cudaDeviceSynchronize() == cudaSuccess);
-  CHECK(cudaMemcpy(gpu_out, dout, (size_t)out_total * os, cudaMemcpyDeviceToHost) == cudaSuccess);
+  test_download(gpu_out, dout, (size_t)out_total * os, NULL);
   for (int i = 0; i < S; i++) {
-    int64_t bad = 0;
-    for (int64_t j = at_out[i]; j < at_out[i] + count[i]; j++) {
-      if (!memcmp((char *)cpu_out + j * os, (char *)gpu_out + j * os, os)) continue;
-      float a = ladle__math_load_f32(cpu_out, j, out_type), b = ladle__math_load_f32(gpu_out, j, out_type);
-      bad += !(a != a && b != b);
-    }
+    int64_t bad = count_differing(cpu_out, gpu_out, at_out[i], at_out[i] + count[i], out_type);
     if (bad)
       fprintf(stderr, "vector %d->%d (op %d) sample %d: %lld of %lld differ\n", leaf_type, out_type, op2, i,
               (long long)bad, (long long)count[i]);
@@ -468,14 +447,13 @@ static void time_affine(void) {
                                    .is_constant = {0, 1}};
   memcpy(&p.step[1].e.constant[1], &c1, 4);
   p.step[1].ref[0] = -1;
-  void *din = NULL, *dout = NULL, *hp = NULL, *dp = NULL;
   size_t bytes = ladle__gpu_math_param_bytes(N);
-  CHECK(cudaMalloc(&din, (size_t)total) == cudaSuccess && cudaMalloc(&dout, (size_t)total * 4) == cudaSuccess);
-  CHECK(cudaMallocHost(&hp, bytes) == cudaSuccess && cudaMalloc(&dp, bytes) == cudaSuccess);
+  void *din = test_device_alloc((size_t)total), *dout = test_device_alloc((size_t)total * 4);
+  void *hp = test_pinned_alloc(bytes), *dp = test_device_alloc(bytes);
   uint8_t *hin = malloc((size_t)total);
   float *got = malloc((size_t)total * 4), *want = malloc((size_t)total * 4);
   if (hin) fill(hin, LADLE_UINT8, total, 0);
-  if (hin) CHECK(cudaMemcpy(din, hin, (size_t)total, cudaMemcpyHostToDevice) == cudaSuccess);
+  if (hin) test_upload(din, hin, (size_t)total);
   static ladle__math_sample s[N];
   int64_t off = 0;
   for (int i = 0; i < N; i++) {
@@ -509,9 +487,9 @@ static void time_affine(void) {
          total / 1e6, total * 4 / 1e6, t[0][7], total * 2 / 1e6, t[1][7]);
   cudaEventDestroy(a), cudaEventDestroy(b);
   if (hin && got && want) {
-    CHECK(cudaMemset(dout, 0xff, (size_t)total * 4) == cudaSuccess);
+    test_fill(dout, 0xff, (size_t)total * 4);
     CHECK_OK(ladle__gpu_math_prog(&p, s, N, hp, dp, bytes, NULL));
-    CHECK(cudaMemcpy(got, dout, (size_t)total * 4, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(got, dout, (size_t)total * 4, NULL);
     int64_t at = 0;
     for (int i = 0; i < N; i++) {
       ladle__math_sample c = s[i];

@@ -199,9 +199,7 @@ static void test_shot_walk(void) {
 }
 
 #ifdef LADLE_HAVE_CUDA
-#include <cuda_runtime_api.h>
-
-#include "cuda/runtime.h"
+#include "test_cuda.h" /* with CUDA: its buffer helpers (no main) */
 
 enum { SAMPLES = 9 };
 
@@ -263,11 +261,8 @@ static void test_gpu_case(int kind, ladle_dtype out_t, ladle_dtype in_t, int gro
       ladle__rand_group(kind, &h[i], table, table_len, out_t, in_t, j);
     dev_in[i] = NULL;
     gpu_out[i] = NULL;
-    if (n_in) {
-      CHECK(cudaMalloc(&dev_in[i], (size_t)n_in * is) == cudaSuccess);
-      CHECK(cudaMemcpy(dev_in[i], host_in[i], (size_t)n_in * is, cudaMemcpyHostToDevice) == cudaSuccess);
-    }
-    if (h[i].count) CHECK(cudaMalloc(&gpu_out[i], (size_t)h[i].count * es) == cudaSuccess);
+    if (n_in) dev_in[i] = test_device_copy(host_in[i], (size_t)n_in * is);
+    if (h[i].count) gpu_out[i] = test_device_alloc((size_t)h[i].count * es);
     d[i].in = dev_in[i];
     d[i].out = gpu_out[i];
   }
@@ -276,11 +271,10 @@ static void test_gpu_case(int kind, ladle_dtype out_t, ladle_dtype in_t, int gro
   cudaHostAlloc(&hp, bytes, cudaHostAllocDefault);
   cudaMalloc(&dp, bytes);
   CHECK_OK(ladle__gpu_rand(d, SAMPLES, kind, table, table_len, out_t, in_t, hp, dp, bytes, stream));
-  CHECK(cudaStreamSynchronize((cudaStream_t)stream) == cudaSuccess);
   for (int i = 0; i < SAMPLES; i++) {
     int64_t n = h[i].count, differ = 0, far = 0;
     uint8_t *got = malloc((size_t)(n ? n : 1) * es);
-    if (n) cudaMemcpy(got, gpu_out[i], (size_t)n * es, cudaMemcpyDeviceToHost);
+    test_download(got, gpu_out[i], (size_t)n * es, stream);
     double tol = exact_kind(kind) ? 0 : rel_tol(out_t), worst = 0;
     for (int64_t k = 0; k < n; k++) {
       if (!memcmp((const uint8_t *)cpu_out[i] + k * es, got + k * es, es)) continue;
@@ -327,7 +321,7 @@ static void time_gpu(void *stream) {
     free(img);
     return;
   }
-  for (int i = 0; i < BATCH; i++) cudaMemcpy(din + (size_t)i * (size_t)count, img, (size_t)count, cudaMemcpyHostToDevice);
+  for (int i = 0; i < BATCH; i++) test_upload(din + (size_t)i * (size_t)count, img, (size_t)count);
   static const int kinds[] = {LADLE_NOISE_SALT_PEPPER, LADLE_NOISE_GAUSSIAN, LADLE_NOISE_SHOT, LADLE_RAND_COIN,
                               LADLE_RAND_UNIFORM, LADLE_RAND_NORMAL};
   static const char *names[] = {"noise.salt_and_pepper prob=0.05", "noise.gaussian stddev=10", "noise.shot factor=20",

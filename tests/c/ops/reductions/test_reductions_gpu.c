@@ -45,19 +45,10 @@ static void fill_any(void *p, int t, int64_t n) {
   }
 }
 
-/* A device copy of n bytes of host memory. */
-static void *to_device(const void *host, size_t n) {
-  void *dev = NULL;
-  CUDA_OK(cudaMalloc(&dev, n ? n : 1));
-  if (n) CUDA_OK(cudaMemcpy(dev, host, n, cudaMemcpyHostToDevice));
-  return dev;
-}
-
+/* A parameter buffer of `bytes`: the pinned one returned, the device one in *dev. */
 static void *params(size_t bytes, void **dev) {
-  void *host = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(dev, bytes));
-  return host;
+  *dev = test_device_alloc(bytes);
+  return test_pinned_alloc(bytes);
 }
 
 /* The output type reductions.c gives (alt: the `dtype` argument's choice). */
@@ -125,20 +116,19 @@ static void reduce_case(int kind, int type, int ndim, int axes, int alt) {
       for (int64_t c = 0; c < d->chunks; c++) d->part[g * d->chunks + c] = ladle__reduce_chunk(d, g, c);
     for (int64_t g = 0; g < d->groups; g++) ladle__reduce_finish(d, g);
     gpu[n] = *d;
-    gpu[n].in = dev_in[n] = to_device(host_in[n], in_bytes);
-    gpu[n].mean = dev_mean[n] = to_device(mean[n], sizeof(float) * (size_t)d->mean_count);
-    CUDA_OK(cudaMalloc(&gpu[n].out, out_bytes));
+    gpu[n].in = dev_in[n] = test_device_copy(host_in[n], in_bytes);
+    gpu[n].mean = dev_mean[n] = test_device_copy(mean[n], sizeof(float) * (size_t)d->mean_count);
+    gpu[n].out = test_device_alloc(out_bytes);
     gpu[n].part = NULL; /* as reductions.c: scratch only for groups of several chunks */
-    if (d->chunks > 1) CUDA_OK(cudaMalloc((void **)&gpu[n].part, sizeof *d->part * (size_t)(d->groups * d->chunks)));
+    if (d->chunks > 1) gpu[n].part = test_device_alloc(sizeof *d->part * (size_t)(d->groups * d->chunks));
     n++;
   }
   if (!n) return;
   void *dev = NULL, *host = params(ladle__gpu_reduce_param_bytes(n), &dev);
   CHECK_OK(ladle__gpu_reduce(gpu, n, host, dev, ladle__gpu_reduce_param_bytes(n), stream));
-  CUDA_OK(cudaDeviceSynchronize());
   for (int i = 0; i < n; i++) {
     size_t out_bytes = (size_t)cpu[i].groups * ladle_dtype_size((ladle_dtype)out_type);
-    CUDA_OK(cudaMemcpy(out_gpu[i], gpu[i].out, out_bytes, cudaMemcpyDeviceToHost));
+    test_download(out_gpu[i], gpu[i].out, out_bytes, stream);
     if (memcmp(out_cpu[i], out_gpu[i], out_bytes) != 0) {
       CHECK(0);
       fprintf(stderr, "  kind %d type %s ndim %d axes %d sample %d (groups %lld members %lld) differ\n", kind,
@@ -203,26 +193,23 @@ static void test_equalize_gpu(void) {
     }
     gpu[i] = *d;
     int in_off = i % 4, out_off = i % 3 == 0 ? in_off : (i + 1) % 4;
-    CUDA_OK(cudaMalloc((void **)&dev_in[i], n + 4));
-    CUDA_OK(cudaMalloc((void **)&dev_out[i], n + 4));
-    CUDA_OK(cudaMemcpy(dev_in[i] + in_off, host_in[i], n, cudaMemcpyHostToDevice));
+    dev_in[i] = test_device_alloc(n + 4);
+    dev_out[i] = test_device_alloc(n + 4);
+    test_upload(dev_in[i] + in_off, host_in[i], n);
     gpu[i].in = dev_in[i] + in_off, gpu[i].out = dev_out[i] + out_off;
     hists += d->hists;
   }
-  uint32_t *hist = NULL;
-  uint8_t *lut = NULL;
-  CUDA_OK(cudaMalloc((void **)&hist, sizeof *hist * 256 * (size_t)hists));
-  CUDA_OK(cudaMalloc((void **)&lut, 256 * (size_t)hists));
+  uint32_t *hist = test_device_alloc(sizeof *hist * 256 * (size_t)hists);
+  uint8_t *lut = test_device_alloc(256 * (size_t)hists);
   for (int i = 0, at = 0; i < N; i++) {
     gpu[i].hist = hist + 256 * at, gpu[i].lut = lut + 256 * at;
     at += (int)gpu[i].hists;
   }
   void *dev = NULL, *host = params(ladle__gpu_equalize_param_bytes(N), &dev);
   CHECK_OK(ladle__gpu_equalize(gpu, N, hist, hists, host, dev, ladle__gpu_equalize_param_bytes(N), stream));
-  CUDA_OK(cudaDeviceSynchronize());
   for (int i = 0; i < N; i++) {
     size_t n = (size_t)(cpu[i].hists * cpu[i].pixels);
-    CUDA_OK(cudaMemcpy(out_gpu[i], gpu[i].out, n, cudaMemcpyDeviceToHost));
+    test_download(out_gpu[i], gpu[i].out, n, stream);
     if (memcmp(out_cpu[i], out_gpu[i], n) != 0) {
       CHECK(0);
       fprintf(stderr, "  equalize sample %d differs\n", i);
@@ -259,16 +246,15 @@ static void test_filter_gpu(void) {
         d->in = host_in[i], d->out = out_cpu[i];
         for (int64_t e = 0; e < d->h * d->w * 3; e++) ladle__conv_element(d, e);
         gpu[i] = *d;
-        gpu[i].in = to_device(host_in[i], n);
-        CUDA_OK(cudaMalloc(&gpu[i].out, n));
+        gpu[i].in = test_device_copy(host_in[i], n);
+        gpu[i].out = test_device_alloc(n);
       }
       size_t bytes = ladle__gpu_conv_param_bytes(N, total);
       void *dev = NULL, *host = params(bytes, &dev);
       CHECK_OK(ladle__gpu_conv(gpu, N, total, host, dev, bytes, stream));
-      CUDA_OK(cudaDeviceSynchronize());
       for (int i = 0; i < N; i++) {
         size_t n = (size_t)(cpu[i].h * cpu[i].w * 3) * ladle_dtype_size((ladle_dtype)type);
-        CUDA_OK(cudaMemcpy(out_gpu[i], gpu[i].out, n, cudaMemcpyDeviceToHost));
+        test_download(out_gpu[i], gpu[i].out, n, stream);
         CHECK(memcmp(out_cpu[i], out_gpu[i], n) == 0);
         free(host_in[i]), free(out_cpu[i]), free(out_gpu[i]);
         cudaFree((void *)gpu[i].in), cudaFree(gpu[i].out);

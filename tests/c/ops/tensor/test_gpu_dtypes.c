@@ -30,22 +30,15 @@ static void test_gpu_convert_every_pair(void) {
         ref[i] = malloc(count * oes);
         fill(in[i], it, count, &rng);
         ladle__convert(ref[i], ot, in[i], it, count);
-        void *din = NULL, *dout = NULL;
-        CUDA_OK(cudaMalloc(&din, count * ies));
-        CUDA_OK(cudaMalloc(&dout, count * oes));
-        CUDA_OK(cudaMemcpy(din, in[i], count * ies, cudaMemcpyHostToDevice));
-        d[i] = (ladle__gpu_convert_desc){din, dout, count};
+        d[i] = (ladle__gpu_convert_desc){test_device_copy(in[i], count * ies), test_device_alloc(count * oes), count};
       }
       size_t bytes = ladle__gpu_convert_param_bytes(SAMPLES);
-      void *host = NULL, *dev = NULL;
-      CUDA_OK(cudaMallocHost(&host, bytes));
-      CUDA_OK(cudaMalloc(&dev, bytes));
+      void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
       CHECK_OK(ladle__gpu_convert(d, SAMPLES, ot, it, host, dev, bytes, stream));
-      CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
       size_t pair_bad = 0;
       for (int i = 0; i < SAMPLES; i++) {
         uint8_t *got = malloc(d[i].count * oes);
-        CUDA_OK(cudaMemcpy(got, d[i].out, d[i].count * oes, cudaMemcpyDeviceToHost));
+        test_download(got, d[i].out, d[i].count * oes, stream);
         for (size_t k = 0; k < d[i].count; k++)
           pair_bad += memcmp(got + k * oes, (uint8_t *)ref[i] + k * oes, oes) != 0;
         total += d[i].count;
@@ -71,13 +64,43 @@ static void test_gpu_convert_every_pair(void) {
 static void test_gpu_convert_rejects_bad_dtypes(void) {
   ladle__gpu_convert_desc d = {NULL, NULL, 0};
   size_t bytes = ladle__gpu_convert_param_bytes(1);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  void *host = test_pinned_alloc(bytes), *dev = test_device_alloc(bytes);
   CHECK(ladle__gpu_convert(&d, 1, (ladle_dtype)LADLE_DTYPE_COUNT, LADLE_UINT8, host, dev, bytes, stream) ==
         LADLE_ERROR_INVALID_ARGUMENT);
   cudaFreeHost(host);
   cudaFree(dev);
+}
+
+/* A batch of `size` bytes (samples in slots): the host input, the CPU's and
+ * the GPU's outputs, the device input and output, a parameter buffer. */
+typedef struct slots {
+  uint8_t *hin, *want, *got, *din, *dout;
+  void *host, *dev;
+  size_t size, bytes;
+} slots;
+
+static slots slots_alloc(size_t size, size_t param_bytes) {
+  slots b = {malloc(size), malloc(size), malloc(size), test_device_alloc(size), test_device_alloc(size),
+             test_pinned_alloc(param_bytes), test_device_alloc(param_bytes), size, param_bytes};
+  return b;
+}
+
+static void slots_free(slots *b) {
+  free(b->hin), free(b->want), free(b->got);
+  cudaFree(b->din), cudaFree(b->dout), cudaFreeHost(b->host), cudaFree(b->dev);
+}
+
+/* Uploads the input, sets every output byte to 0x5A, converts (cast: with
+ * ladle__gpu_cast) and reads the outputs back: whether they are `want`. */
+static int slots_run(slots *b, const ladle__gpu_convert_desc *d, int n, ladle_dtype ot, ladle_dtype it, int cast) {
+  test_upload(b->din, b->hin, b->size);
+  test_fill(b->dout, 0x5A, b->size);
+  if (cast)
+    CHECK_OK(ladle__gpu_cast(d, n, ot, it, b->host, b->dev, b->bytes, stream));
+  else
+    CHECK_OK(ladle__gpu_convert(d, n, ot, it, b->host, b->dev, b->bytes, stream));
+  test_download(b->got, b->dout, b->size, stream);
+  return memcmp(b->got, b->want, b->size) == 0;
 }
 
 /* The same type in and out (a copy of the bits, in 16/4/1-byte units by the
@@ -88,14 +111,8 @@ static void test_gpu_convert_same_type(void) {
   enum { SAMPLES = 24, SLOT = 320 * 8 };
   ladle__rng rng;
   ladle__rng_init(&rng, 92, 0, 0, 0);
-  uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
-  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
-  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
-  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
-  size_t bytes = ladle__gpu_convert_param_bytes(SAMPLES);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  slots buf = slots_alloc((size_t)SAMPLES * SLOT, ladle__gpu_convert_param_bytes(SAMPLES));
+  uint8_t *hin = buf.hin, *want = buf.want, *din = buf.din, *dout = buf.dout;
   for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
     ladle_dtype t = all_dtypes[a];
     size_t es = ladle_dtype_size(t);
@@ -110,16 +127,9 @@ static void test_gpu_convert_same_type(void) {
     }
     d[SAMPLES - 1].in = d[SAMPLES - 1].out; /* in place: nothing to do */
     memset(want + (size_t)(SAMPLES - 1) * SLOT, 0x5A, SLOT);
-    CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
-    CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
-    CUDA_OK(cudaDeviceSynchronize()); /* both run on the legacy stream, which the non-blocking `stream` does not wait for */
-    CHECK_OK(ladle__gpu_convert(d, SAMPLES, t, t, host, dev, bytes, stream));
-    CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-    CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
-    CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
+    CHECK(slots_run(&buf, d, SAMPLES, t, t, 0));
   }
-  free(hin), free(want), free(got);
-  cudaFree(din), cudaFree(dout), cudaFreeHost(host), cudaFree(dev);
+  slots_free(&buf);
 }
 
 /* ladle__gpu_cast (cast's own kernels for the common pairs, ladle__gpu_convert
@@ -131,14 +141,8 @@ static void test_gpu_cast_every_pair(void) {
   enum { SAMPLES = 12, SLOT = 3020 * 8 };
   ladle__rng rng;
   ladle__rng_init(&rng, 93, 0, 0, 0);
-  uint8_t *hin = malloc((size_t)SAMPLES * SLOT), *want = malloc((size_t)SAMPLES * SLOT);
-  uint8_t *got = malloc((size_t)SAMPLES * SLOT), *din = NULL, *dout = NULL;
-  CUDA_OK(cudaMalloc((void **)&din, (size_t)SAMPLES * SLOT));
-  CUDA_OK(cudaMalloc((void **)&dout, (size_t)SAMPLES * SLOT));
-  size_t bytes = ladle__gpu_cast_param_bytes(SAMPLES);
-  void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  slots buf = slots_alloc((size_t)SAMPLES * SLOT, ladle__gpu_cast_param_bytes(SAMPLES));
+  uint8_t *hin = buf.hin, *want = buf.want, *din = buf.din, *dout = buf.dout;
   int own = 0;
   for (int a = 0; a < LADLE_DTYPE_COUNT; a++) {
     for (int b = 0; b < LADLE_DTYPE_COUNT; b++) {
@@ -156,20 +160,14 @@ static void test_gpu_cast_every_pair(void) {
         ladle__convert(want + (size_t)i * SLOT + oo * oes, ot, src, it, count);
         d[i] = (ladle__gpu_convert_desc){din + (size_t)i * SLOT + io * ies, dout + (size_t)i * SLOT + oo * oes, count};
       }
-      CUDA_OK(cudaMemcpy(din, hin, (size_t)SAMPLES * SLOT, cudaMemcpyHostToDevice));
-      CUDA_OK(cudaMemset(dout, 0x5A, (size_t)SAMPLES * SLOT));
-      CUDA_OK(cudaDeviceSynchronize()); /* as above: the memset may still run when the kernel starts */
-      CHECK_OK(ladle__gpu_cast(d, SAMPLES, ot, it, host, dev, bytes, stream));
-      CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
-      CUDA_OK(cudaMemcpy(got, dout, (size_t)SAMPLES * SLOT, cudaMemcpyDeviceToHost));
-      if (memcmp(got, want, (size_t)SAMPLES * SLOT) != 0)
+      const int same = slots_run(&buf, d, SAMPLES, ot, it, 1);
+      if (!same)
         fprintf(stderr, "gpu cast %s -> %s differs from the CPU\n", ladle_dtype_name(it), ladle_dtype_name(ot));
-      CHECK(memcmp(got, want, (size_t)SAMPLES * SLOT) == 0);
+      CHECK(same);
     }
   }
   CHECK(own >= 10);
-  free(hin), free(want), free(got);
-  cudaFree(din), cudaFree(dout), cudaFreeHost(host), cudaFree(dev);
+  slots_free(&buf);
 }
 
 int main(void) {

@@ -10,6 +10,7 @@
 
 enum { COPIES = 64, SLOT = 4096 * 8 };
 
+/* NULL where the device lacks the memory (test_gpu_strided_large skips then). */
 static void *dev_alloc(size_t bytes) {
   void *p = NULL;
   return cudaMalloc(&p, bytes) == cudaSuccess ? p : NULL;
@@ -45,10 +46,10 @@ static void test_gpu_strided_copy(void) {
     /* The same bytes around every output (compared over the whole slot). */
     memset(want, 0x5A, (size_t)COPIES * SLOT);
     for (int i = 0; i < COPIES; i++) ladle__strided_copy(&cpu[i]);
-    CHECK(cudaMemset(dout, 0x5A, (size_t)COPIES * SLOT) == cudaSuccess);
-    CHECK(cudaMemcpy(din, in, (size_t)COPIES * SLOT, cudaMemcpyHostToDevice) == cudaSuccess);
+    test_fill(dout, 0x5A, (size_t)COPIES * SLOT);
+    test_upload(din, in, (size_t)COPIES * SLOT);
     CHECK_OK(ladle__gpu_strided_copy(gpu, COPIES, host, dev, bytes, NULL));
-    CHECK(cudaMemcpy(got, dout, (size_t)COPIES * SLOT, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(got, dout, (size_t)COPIES * SLOT, NULL);
     CHECK(memcmp(got, want, (size_t)COPIES * SLOT) == 0);
   }
   free(in), free(want), free(got);
@@ -99,10 +100,10 @@ static void test_gpu_strided_batches(void) {
     for (size_t b = 0; b < total; b++) in[b] = (uint8_t)ladle__rng_u32(&r);
     memset(want, 0x5A, total);
     for (int j = 0; j < n; j++) ladle__strided_copy(&cpu[j]);
-    CHECK(cudaMemset(dout, 0x5A, total) == cudaSuccess);
-    CHECK(cudaMemcpy(din, in, total, cudaMemcpyHostToDevice) == cudaSuccess);
+    test_fill(dout, 0x5A, total);
+    test_upload(din, in, total);
     CHECK_OK(ladle__gpu_strided_copy(gpu, n, host, dev, bytes, NULL));
-    CHECK(cudaMemcpy(got, dout, total, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(got, dout, total, NULL);
     CHECK(memcmp(got, want, total) == 0);
   }
   free(in), free(want), free(got);
@@ -145,9 +146,9 @@ static void test_gpu_strided_large(void) {
       int unit = 0, nd = 0, narrow = ladle__gpu_strided_plan_info(&g, &unit, &nd);
       CHECK(narrow == (t != 1) && unit == (t == 2 ? 16 : 1));
       ladle__strided_copy(&c);
-      CHECK(cudaMemcpy(din, in, in_bytes, cudaMemcpyHostToDevice) == cudaSuccess);
+      test_upload(din, in, in_bytes);
       CHECK_OK(ladle__gpu_strided_copy(&g, 1, host, dev, bytes, NULL));
-      CHECK(cudaMemcpy(got, dout, out_bytes, cudaMemcpyDeviceToHost) == cudaSuccess);
+      test_download(got, dout, out_bytes, NULL);
       CHECK(memcmp(got, want, out_bytes) == 0);
     }
     free(in), free(want), free(got);
@@ -183,11 +184,10 @@ static void test_gpu_encode(void) {
     cudaMallocHost(&host, bytes);
     CHECK(din && dout && host && dev);
     if (!(din && dout && host && dev)) return;
-    CHECK(cudaMemcpy(din, in, sizeof in, cudaMemcpyHostToDevice) == cudaSuccess);
+    test_upload(din, in, sizeof in);
     CHECK_OK(ladle__gpu_one_hot(gd, N, types[t], CLASSES, 4, &on, &off, host, dev, bytes, NULL));
-    CHECK(cudaMemcpy(got, dout, sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(got, dout, sizeof got, NULL); /* done with the params too: they are reused below */
     CHECK(memcmp(got, want, sizeof want) == 0);
-    cudaDeviceSynchronize(); /* the params are reused below */
     int32_t table[9] = {5, -3, 8, 0, 1, 2, 3, 4, 9}, fallback = 77, lwant[N * ELEMS], lgot[N * ELEMS];
     ladle__lookup_desc lc[N], lg[N];
     for (int i = 0; i < N; i++) {
@@ -196,7 +196,7 @@ static void test_gpu_encode(void) {
       ladle__lookup(&lc[i], types[t], 4, table, 9, &fallback);
     }
     CHECK_OK(ladle__gpu_lookup(lg, N, types[t], 4, table, 9, &fallback, host, dev, bytes, NULL));
-    CHECK(cudaMemcpy(lgot, dout, sizeof lgot, cudaMemcpyDeviceToHost) == cudaSuccess);
+    test_download(lgot, dout, sizeof lgot, NULL);
     CHECK(memcmp(lgot, lwant, sizeof lwant) == 0);
     cudaFree(din), cudaFree(dout), cudaFree(dev), cudaFreeHost(host);
   }
