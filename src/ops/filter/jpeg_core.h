@@ -158,8 +158,11 @@ JD_FN void jd_fdct_1d(int32_t *d, int step, int pass) {
   d[step] = jd_descale(tmp7 * JD_F1501 + z1 + z4, odd);
 }
 
-/* jidctint.c range_limit for the final pass: libjpeg-turbo's x86 SIMD IDCT
- * (the one the CPU operator runs) saturates to [-128, 127] before adding 128. */
+/* The final pass's range limit as libjpeg-turbo's x86 SIMD IDCT (the one
+ * the CPU operator runs) does it: saturated to [-128, 127], then + 128. Its C
+ * IDCT (a build without SIMD, or JSIMD_FORCENONE=1) indexes a table modulo
+ * 1024 instead, which differs for values outside [-512, 511]: rare, but
+ * reachable at quality 1 (test_range_limit holds such a block). */
 JD_FN int32_t jd_range_limit(int32_t v) { return jd_clamp(v, -128, 127) + 128; }
 
 /* One 1-D pass of jidctint.c jpeg_idct_islow over d[0], d[step], ..., in
