@@ -13,6 +13,7 @@
 
 #include "ladle/ladle.h"
 #include "ops/filter/conv_core.h"
+#include "ops/filter/jpeg_core.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -105,6 +106,20 @@ ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int n, int batc
 size_t ladle__gpu_conv_param_bytes(int n, int taps);
 ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *host_params, void *dev_params,
                              size_t param_bytes, void *stream);
+
+/* jpeg_compression_distortion (jpeg_distortion_kernels.cu): jpeg_core.h's
+ * round trip of an h x w HWC RGB image (h or w 0: nothing), quantized with
+ * tables[table]; planes: jd_plane_bytes(h, w) bytes of device scratch. */
+typedef struct ladle__gpu_jd_desc {
+  const uint8_t *in;
+  uint8_t *out, *planes;
+  int h, w, table;
+} ladle__gpu_jd_desc;
+
+size_t ladle__gpu_jd_param_bytes(int n, int num_tables);
+ladle_status ladle__gpu_jpeg_distortion(const ladle__gpu_jd_desc *d, int n, const ladle__jd_tables *tables,
+                                        int num_tables, void *host_params, void *dev_params, size_t param_bytes,
+                                        void *stream);
 
 #ifdef __cplusplus
 }

@@ -32,6 +32,9 @@ def test_check_catches_a_difference():
     assert not op_bench.check(case, a, b, a)[0]
     assert not op_bench.check(case, a, [a[0][:3]], a)[0]  # shapes
     assert not op_bench.check(case, a, [a[0].astype(np.float32)], a)[0]  # dtypes
+    mean = op_bench.Case("m", "jpeg_compression_distortion", "", None, op_bench.mean_close(1, "test"))
+    assert op_bench.check(mean, a, [a[0] + 1], a)[0]  # every pixel one level apart: mean 1
+    assert not op_bench.check(mean, a, [a[0] + 2], a)[0]
 
 
 @pytest.mark.slow

@@ -313,6 +313,8 @@ def test_jpeg_bad_input():
         run_ladle(lambda fn, x: fn.jpeg_compression_distortion(x), images(17, dtype=np.float32))
     with pytest.raises(ladle.Error, match=r"jpeg_compression_distortion.*quality"):
         run_ladle(lambda fn, x: fn.jpeg_compression_distortion(x, quality=0), images(17))
+    with pytest.raises(ladle.Error, match=r"jpeg_compression_distortion.*3 channels"):
+        run_ladle(lambda fn, x: fn.jpeg_compression_distortion(x), images(17, channels=4))
 
 
 # --- GPU against CPU (bit-identical: the kernels repeat the CPU's float operations in order) ----------------------
