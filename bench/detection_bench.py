@@ -14,6 +14,8 @@ Loaders (each skipped, with the reason, where it cannot run):
                   the mixed pipelines alone: pipe.run() per batch, its outputs left where
                   they are (no iterator, no per-image box tensors, no copies): how much of
                   the loader's time is the pipeline's
+  NAME@hw=X, NAME@bal=adaptive
+                  a mixed loader with the decoder's hw_decoder_load or (ladle) decoder_balance
   tv-dataloader   torchvision CocoDetection + transforms v2 (RandomIoUCrop, flip, Resize,
                   ColorJitter, Normalize) + DataLoader(num_workers = --threads); with
                   torchvision < 0.16 or without pycocotools, the same augmentation with v1 ops
@@ -59,6 +61,7 @@ LOADERS = {  # name: train.py's --data-backend
     "ladle-mixed-pipe": "ladle",
     "dali-mixed-pipe": "dali",
 }
+NAME_OPTIONS = {"hw": "--hw-decoder-load", "bal": "--decoder-balance"}
 DEFAULT_LOADERS = ("ladle-mixed", "ladle-cpu", "dali-mixed", "dali-cpu", "tv-dataloader")
 TRAIN_SOURCES = ("synthetic", "ladle", "ladle-cpu", "dali", "pytorch")
 
@@ -89,9 +92,13 @@ class PipelineAlone:
 def make(train, torch, name, spec):
     """(loader, description, dev) of one loader, or Unavailable."""
     cuda = torch.cuda.is_available()
+    name, *options = name.split("@")
     backend = LOADERS[name]
     argv = [spec["data"], "-b", str(spec["batch_size"]), "-j", str(spec["threads"]), "--image-size",
             str(spec["image_size"]), "--data-backend", backend, "--seed", "0"]
+    for opt in options:  # "@hw=0.9", "@bal=adaptive": the mixed decoder's arguments (train.py's options)
+        key, _, value = opt.partition("=")
+        argv += [NAME_OPTIONS[key], value]
     if not cuda:
         argv.append("--cpu")
     if spec.get("encode_boxes"):
@@ -168,7 +175,7 @@ def measure(spec):
     ips = spread(rates)
     busy = cpu_total / wall_total if wall_total else None
     executor = stats_between(stats0, executor_statistics(loader), wall_total)
-    return {"loader": name, "backend": LOADERS[name], "description": desc, "batch_size": batch,
+    return {"loader": name, "backend": LOADERS[name.split("@")[0]], "description": desc, "batch_size": batch,
             "threads": spec["threads"], "image_size": spec["image_size"], "first_batch_s": round(first, 3),
             "images_per_pass": n_batches * batch, "passes": len(rates), "images_per_s": ips,
             "cores_busy": round(busy, 2) if busy is not None else None,
@@ -193,7 +200,9 @@ def stats_between(before, after, wall):
     ops = []
     for a, b in zip(before["operators"], after["operators"]):
         secs = b["seconds"] - a["seconds"]
-        ops.append({"op": b["op"], "device": b["device"], "seconds": round(secs, 4), "share": round(secs / wall, 3),
+        setup = b.get("setup_seconds", 0) - a.get("setup_seconds", 0)
+        ops.append({"op": b["op"], "device": b["device"], "stage": b.get("stage"), "seconds": round(secs, 4),
+                    "share": round(secs / wall, 3), "setup_share": round(setup / wall, 3),
                     **({"counters": {k: b["counters"][k] - a["counters"].get(k, 0) for k in b["counters"]}}
                        if b.get("counters") else {})})
     return {"iterations": after["iterations"] - before["iterations"],
@@ -312,11 +321,14 @@ def print_table(report):
                   f"{r['description']}")
             if r.get("executor"):
                 e = r["executor"]
-                ops = ", ".join(f"{o['op']}({o['device']}) {o['share']:.2f}" for o in e["operators"] if o["share"] >= 0.01)
+                ops = ", ".join(f"{o['op']}({o['device']}{', ' + o['stage'] if o.get('stage') else ''}) "
+                                f"{o['share']:.2f}" + (f" (setup {o['setup_share']:.2f})" if o.get("setup_share") else "")
+                                for o in e["operators"] if o["share"] >= 0.01)
                 stages = (f" (host stage {e['host_stage_share']:.2f}, device stage {e['device_stage_share']:.2f})"
                           if e.get("device_stage_share") else "")
                 print(f"{'':<16} executor: preparing {e['prepare_share']:.2f} of the wall time{stages}, run() waiting "
-                      f"{e['wait_share']:.2f}; host time per operator: {ops}")
+                      f"{e['wait_share']:.2f}, GPU waited for {e.get('gpu_wait_share', 0):.2f}; host time per "
+                      f"operator: {ops}")
         else:
             print(f"{name:<16} {'-':>10} {'':>9} {'':>9} {'':>10}  {r.get('skipped') or r.get('failed')}")
     if report["training"]:
@@ -369,8 +381,11 @@ def parent_main(args):
         common.write_json(path, report)
 
     for name in [x.strip() for x in args.loaders.split(",") if x.strip()]:
-        if name not in LOADERS:
-            raise SystemExit(f"unknown loader {name}; choose from {', '.join(LOADERS)}")
+        base, *options = name.split("@")
+        known = all(o.partition("=")[0] in NAME_OPTIONS and o.partition("=")[2] for o in options)
+        if base not in LOADERS or not known or (options and "-mixed" not in base):
+            raise SystemExit(f"unknown loader {name}; choose from {', '.join(LOADERS)} (a mixed one may end with "
+                             "@hw=X and, for ladle, @bal=adaptive)")
         if deadline.passed():
             report["results"][name] = {"skipped": "time budget spent"}
             continue

@@ -82,6 +82,10 @@ def parse_args(argv=None):
     p.add_argument("--tv-transforms", default="auto", choices=["auto", "v1", "v2"],
                    help="pytorch backend: v2 needs torchvision >= 0.16 and pycocotools (auto: v2 when there)")
     p.add_argument("--no-augment", action="store_true", help="decode and resize only (no crop, flip, colour)")
+    p.add_argument("--hw-decoder-load", type=float, default=None, metavar="X",
+                   help="the mixed decoder's share of JPEGs for the hardware engines (default: the library's own)")
+    p.add_argument("--decoder-balance", default=None, choices=["fixed", "adaptive"],
+                   help="ladle only: decoder_balance of the mixed decoder (default: fixed)")
     p.add_argument("--amp", action="store_true", help="mixed precision (float16 on GPU, bfloat16 on CPU)")
     p.add_argument("--channels-last", action="store_true")
     p.add_argument("--cpu", action="store_true", help="train on the CPU even when a GPU is there")
@@ -102,6 +106,8 @@ def parse_args(argv=None):
                    help="evaluate on the first N validation images (0: all)")
     p.add_argument("--no-eval", action="store_true", help="no evaluation after training")
     args = p.parse_args(argv)
+    if args.decoder_balance and args.data_backend.startswith("dali"):
+        p.error("--decoder-balance is ladle's (DALI's decoder has no decoder_balance)")
     if args.encode_boxes and args.arch not in SSD_ARCHS:
         p.error(f"--encode-boxes needs an SSD architecture ({', '.join(SSD_ARCHS)}), not {args.arch}")
     if args.data_backend != "synthetic":
@@ -269,7 +275,7 @@ class EncodedSSD(nn.Module):
 # --- data: the pipeline (ladle or DALI) ---------------------------------------------
 
 def detection_graph(fn, types, file_root, annotations, size, decoder="cpu", shard_id=0, num_shards=1,
-                    augment=True, shuffle=True, dtype=None, anchors=None, evaluation=False):
+                    augment=True, shuffle=True, dtype=None, anchors=None, evaluation=False, decoder_args=None):
     """The SSD input pipeline, in DALI's API (ladle and DALI run the same code):
     readers.coco -> random_bbox_crop -> decoders.image + slice -> bb_flip ->
     resize -> hsv -> brightness_contrast -> crop_mirror_normalize. Returns
@@ -282,7 +288,8 @@ def detection_graph(fn, types, file_root, annotations, size, decoder="cpu", shar
                                                  random_shuffle=shuffle and not evaluation, pad_last_batch=True,
                                                  shard_id=shard_id, num_shards=num_shards, name="Reader")
     augment = augment and not evaluation
-    images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB)
+    images = fn.decoders.image(jpegs, device=decoder, output_type=types.RGB,
+                               **(decoder_args if decoder == "mixed" and decoder_args else {}))
     flip = 0
     if augment:
         begin, crop, boxes, labels = fn.random_bbox_crop(boxes, labels, device="cpu", aspect_ratio=CROP_ASPECT,
@@ -332,6 +339,16 @@ def ladle_missing_ops(device, encode=False):
     return missing
 
 
+def decoder_arguments(args):
+    """The mixed decoder's arguments from --hw-decoder-load and --decoder-balance."""
+    out = {}
+    if getattr(args, "hw_decoder_load", None) is not None:
+        out["hw_decoder_load"] = args.hw_decoder_load
+    if getattr(args, "decoder_balance", None):
+        out["decoder_balance"] = args.decoder_balance
+    return out
+
+
 def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuffle=True, anchors=None,
                    evaluation=False):
     """The pipeline on `lib` ("ladle" or "dali"), built (evaluation: on the validation set)."""
@@ -359,7 +376,8 @@ def build_pipeline(lib, args, dev, decoder, batch_size=None, augment=None, shuff
         pipe.set_outputs(*detection_graph(fn, types, file_root, annotations, args.image_size,
                                           decoder=decoder, shard_id=dev.rank, num_shards=dev.world,
                                           augment=not args.no_augment if augment is None else augment,
-                                          shuffle=shuffle, anchors=anchors, evaluation=evaluation))
+                                          shuffle=shuffle, anchors=anchors, evaluation=evaluation,
+                                          decoder_args=decoder_arguments(args)))
     pipe.build()
     return pipe
 

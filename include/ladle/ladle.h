@@ -692,8 +692,11 @@ typedef struct ladle_op_stats {
   const char *device;        /* "cpu", "gpu" or "mixed" after placement */
   double seconds;            /* executor wall time in it: its parallel passes over the samples on the CPU;
                               * for GPU operators the time to queue the work, including any host wait */
+  double setup_seconds;      /* of it, in its setup pass (output shapes, per-sample decisions) */
   int fused;                 /* 1 when it runs inside its consumer: in its GPU kernel (an epilogue), or in its
                               * pass, CPU or GPU (an element-wise chain); its time is counted there */
+  const char *stage;         /* the executor stage that runs it, "host" or "device" (a pipeline with GPU or
+                              * mixed operators, built); NULL with one stage or before build */
   /* Counts the operator keeps, by name (e.g. the image decoders' images per decoder: "cpu", "hw",
    * "gpu_hybrid", "retried_on_cpu"); num_counters of them, 0 for most operators. Names are static. */
   int num_counters;

@@ -836,12 +836,16 @@ class Pipeline:
         (the executor's time preparing them), "wait_seconds" (time run()
         waited: the consumer starved), "host_stage_seconds" and
         "device_stage_seconds", "gpu_wait_seconds", "operators": [{"op", "name", "device",
-        "seconds", "fused", "counters"}, ...] in the order added}.
+        "seconds", "setup_seconds", "fused", "stage", "counters"}, ...] in the order
+        added}; "setup_seconds" is the part of "seconds" in the operator's
+        setup pass (output shapes, per-sample decisions such as the mixed
+        decoder's routes).
         A loader that keeps up with training shows wait_seconds near 0.
 
         A pipeline with GPU or mixed operators runs in two stages on two
-        threads: the host stage (readers and the CPU operators before the
-        first GPU or mixed one) prepares the next iteration while the device
+        threads: the host stage (readers and the CPU operators that need
+        nothing from a GPU or mixed one, wherever they were added) prepares
+        the next iteration while the device
         stage (the rest: the mixed decoder, GPU operators) runs this one.
         host_stage_seconds and device_stage_seconds are each thread's busy
         time (0 with one stage); prepare_seconds is their sum, so it may
@@ -850,9 +854,12 @@ class Pipeline:
         when the pipeline is built, runs every node on one thread; as a test
         knob, LADLE_EXECUTOR_SPLIT=k starts the device stage at operator k
         (in the order added; 1 <= k <= the number of operators, else build()
-        fails) of a CPU pipeline too, and
+        fails) of a CPU pipeline too,
         LADLE_EXECUTOR_SETUP_AHEAD=1 (experimental) moves the mixed decoder's
-        reading of the image headers into the host stage.
+        reading of the image headers into the host stage, and
+        LADLE_EXECUTOR_HOIST=0 keeps CPU operators added after a GPU or
+        mixed one in the device stage. "stage" says which stage runs an
+        operator ("host", "device"; None with one stage).
         "fused" is True for an operator computed inside the one after it:
         resize inside crop_mirror_normalize's GPU kernel, or an element-wise
         expression step (x * 0.5 in x * 0.5 + 1) inside the next step's single

@@ -209,6 +209,7 @@ struct ladle__node {
   uint8_t *sample_states;        /* batch_size * sample_state_size */
   const unsigned char *active;   /* NULL, or per slot 1: computed, 0: left empty (pipeline/demand.h) */
   _Atomic int64_t busy_ns;       /* the executor's wall time in this node (ladle_op_stats) */
+  _Atomic int64_t setup_ns;      /* of it, in the setup pass */
 };
 
 /* Pipeline-wide settings an operator may read. */

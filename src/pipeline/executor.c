@@ -2,9 +2,10 @@
  * running each operator over the batch's samples on the worker pool, and a
  * queue of at most prefetch_queue_depth finished iterations.
  *
- * Two stages. The host stage is the nodes before the first one whose device
- * is not the CPU (readers and CPU operators: planning the samples, skip
- * substitution, reading, CPU work); the device stage is the rest (the mixed
+ * Two stages. The host stage is the readers and the CPU operators that need
+ * nothing from a GPU or mixed one (planning the samples, skip substitution,
+ * reading, CPU work; plan_order moves the CPU operators added after the
+ * first GPU or mixed one ahead of it); the device stage is the rest (the mixed
  * decoder, GPU operators, the GPU bookkeeping of ladle__gpu_begin/end). Each
  * has its thread: the host stage prepares iteration i+1 while the device
  * stage runs iteration i, so the JPEG engines and the GPU do not wait while
@@ -16,7 +17,7 @@
  * config_b). A pipeline whose nodes all run on the CPU has one stage and
  * one thread. Results do not depend on the staging: every random draw is
  * keyed by (seed, operator, sample), and the stages run the same nodes on
- * the same samples in the same order as one thread would.
+ * the same samples as one thread would, each after the nodes it reads.
  *
  * When the device stage's first node allows it (ladle__op_def.setup_ahead:
  * the image decoders, whose setup reads the headers and picks each image's
@@ -35,7 +36,9 @@
  *                             stages on the CPU; another value fails the build;
  *   LADLE_EXECUTOR_SETUP_AHEAD=1 (or 0)  the device stage's first node is
  *                             set up ahead by the host stage (or not), whatever
- *                             its device.
+ *                             its device;
+ *   LADLE_EXECUTOR_HOIST=0    the nodes run in the order added (no CPU
+ *                             operator moves ahead into the host stage).
  * The boundary moves earlier to keep a node and the consumer computing its
  * output (plan.c: fusion, merging) in one stage. There is one stage when the
  * host stage would hold nothing but external sources (a ladle.dynamic call
@@ -263,6 +266,9 @@ static int collecting(const ladle_pipeline *p) {
   return p->skip.enabled && (p->reader ? !p->num_fed : p->num_fed > 0);
 }
 
+/* The node at position i of the executor's order. */
+static ladle__node *at(const ladle_pipeline *p, int i) { return p->nodes[p->order[i]]; }
+
 /* The executor's time (prepare_seconds) is counted as it goes, up to the end
  * of each node, before the node's own: the nodes' sum never exceeds it. */
 static void count_time(ladle_pipeline *p, ladle__iter *t) {
@@ -346,7 +352,7 @@ done:
  * shapes. */
 static ladle_status setup_ahead(ladle_pipeline *p, ladle__iter *t, pass *ps, int *skippable) {
   ladle_status st = LADLE_OK;
-  ladle__node *n = p->nodes[p->split], *c = &p->setup_copy;
+  ladle__node *n = at(p, p->split), *c = &p->setup_copy;
   int64_t t0 = ladle__now_ns();
   for (int k = 0; k < c->num_inputs; k++) c->in_batches[k] = t->values[c->inputs[k]];
   for (int k = 0; k < c->num_sources; k++) c->source_batches[k] = t->values[c->sources[k]];
@@ -356,6 +362,7 @@ static ladle_status setup_ahead(ladle_pipeline *p, ladle__iter *t, pass *ps, int
   LADLE_TRY(setup_outputs(p, t, ps, c, skippable));
   t->setup_done = 1;
   node_done(p, t, n, t0);
+  atomic_fetch_add(&n->setup_ns, t->mark_ns - t0);
 done:
   return st;
 }
@@ -393,12 +400,12 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
     atomic_fetch_add(&p->stat_gpu_wait_ns, ladle__now_ns() - t0);
     if (st != LADLE_OK) goto done;
     for (int i = 0; i < from; i++) /* fed GPU batches of the host stage's sources */
-      if ((p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL) && p->nodes[i]->device != LADLE_ON_CPU)
-        LADLE_TRY(take_gpu_batch(gpu, t->values[p->nodes[i]->first_output]));
+      if ((at(p, i)->def->schema.flags & LADLE_OP_EXTERNAL) && at(p, i)->device != LADLE_ON_CPU)
+        LADLE_TRY(take_gpu_batch(gpu, t->values[at(p, i)->first_output]));
   }
   ladle__demand_begin(p, stage, batch, t->values);
   for (int i = from; i < to; i++) {
-    ladle__node *n = p->nodes[i];
+    ladle__node *n = at(p, i);
     int64_t t0 = ladle__now_ns();
     n->active = NULL;
     if ((n->def->schema.flags & LADLE_OP_EXTERNAL)) { /* its output is the fed batch, taken by take_fed */
@@ -416,7 +423,7 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
     }
     for (int k = 0; k < n->num_inputs; k++) n->in_batches[k] = t->values[n->inputs[k]];
     for (int k = 0; k < n->num_sources; k++) n->source_batches[k] = t->values[n->sources[k]];
-    n->active = ladle__demand_mask(p, stage, i);
+    n->active = ladle__demand_mask(p, stage, p->order[i]);
     if (n->def->produce) { /* makes its own outputs (a callback operator) */
       if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)t->names));
       st = n->def->produce(n, gpu, p->host_pool, iteration, batch);
@@ -434,7 +441,9 @@ static ladle_status attempt(ladle_pipeline *p, ladle__iter *t, int from, int to,
       take_setup(p, t, n);
     } else {
       if (n->num_sources) LADLE_TRY(ladle__check_arg_sources(n, batch, (const char *const *)t->names));
+      int64_t s0 = ladle__now_ns();
       st = setup_outputs(p, t, &ps, n, skippable);
+      atomic_fetch_add(&n->setup_ns, ladle__now_ns() - s0);
       if (st != LADLE_OK) goto done;
     }
     if (n->def->views_input || n->merged) {
@@ -481,7 +490,7 @@ done:
       st = end;
     }
   }
-  for (int i = from; i < to; i++) p->nodes[i]->active = NULL;
+  for (int i = from; i < to; i++) at(p, i)->active = NULL;
   if (last || st != LADLE_OK) release_values(p, t);
   pthread_mutex_destroy(&ps.lock);
   return st;
@@ -836,6 +845,51 @@ static void *device_main(void *arg) {
   return NULL;
 }
 
+/* The executor's order (p->order, node indices): with a GPU or mixed node,
+ * the CPU nodes that read nothing such a node makes come first, so that they
+ * run in the host stage (the random draws and box arithmetic that follow the
+ * decoder in DALI's SSD graph); each group keeps the order added. Results do
+ * not change: random draws are keyed by operator, not by position. Left in
+ * the order added with merges (their per-sample demand sweeps in that order),
+ * deferred nodes, CPU nodes computed in another's turn (fused, merged), a
+ * forced split, one stage, or LADLE_EXECUTOR_HOIST=0 (for A/B runs). */
+static int hoists(const ladle_pipeline *p) {
+  const char *hoist = getenv("LADLE_EXECUTOR_HOIST"), *stages = getenv("LADLE_EXECUTOR_STAGES"),
+             *forced = getenv("LADLE_EXECUTOR_SPLIT");
+  if ((hoist && strcmp(hoist, "0") == 0) || (stages && strcmp(stages, "1") == 0) || (forced && forced[0])) return 0;
+  for (int i = 0; i < p->num_nodes; i++) {
+    const ladle__node *n = p->nodes[i];
+    int joined = n->fused_into || n->fused_from || n->merged; /* computed in another node's turn */
+    if (n->deferred || (joined && n->device == LADLE_ON_CPU) || (n->def->selects_input && n->num_sources)) return 0;
+  }
+  return 1;
+}
+
+static ladle_status plan_order(ladle_pipeline *p) {
+  ladle_status st = LADLE_OK;
+  int n = p->num_nodes, k = 0;
+  unsigned char *host = NULL;
+  free(p->order);
+  p->order = NULL;
+  LADLE_ALLOC(p->order, n ? n : 1);
+  for (int i = 0; i < n; i++) p->order[i] = i;
+  if (!hoists(p)) return LADLE_OK;
+  LADLE_ALLOC(host, n);
+  for (int i = 0; i < n; i++) { /* producers come before their consumers */
+    const ladle__node *c = p->nodes[i];
+    host[i] = c->device == LADLE_ON_CPU;
+    for (int j = 0; j < c->num_inputs && host[i]; j++) host[i] = host[p->values[c->inputs[j]].node];
+    for (int j = 0; j < c->num_sources && host[i]; j++) host[i] = host[p->values[c->sources[j]].node];
+  }
+  for (int i = 0; i < n; i++)
+    if (host[i]) p->order[k++] = i;
+  for (int i = 0; i < n; i++)
+    if (!host[i]) p->order[k++] = i;
+done:
+  free(host);
+  return st;
+}
+
 /* Where the device stage starts (see the top of this file): num_nodes for
  * one stage. */
 static ladle_status stage_split(const ladle_pipeline *p, int *out) {
@@ -845,7 +899,7 @@ static ladle_status stage_split(const ladle_pipeline *p, int *out) {
   const char *stages = getenv("LADLE_EXECUTOR_STAGES");
   if (stages && strcmp(stages, "1") == 0) return LADLE_OK;
   for (int i = 0; i < n && split == n; i++)
-    if (p->nodes[i]->device != LADLE_ON_CPU && !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL)) split = i;
+    if (at(p, i)->device != LADLE_ON_CPU && !(at(p, i)->def->schema.flags & LADLE_OP_EXTERNAL)) split = i;
   const char *forced = getenv("LADLE_EXECUTOR_SPLIT");
   if (forced && forced[0]) {
     char *end = NULL;
@@ -860,15 +914,15 @@ static ladle_status stage_split(const ladle_pipeline *p, int *out) {
   for (int moved = 1; moved && split < n;) { /* a node fused or merged into a consumer: in its stage */
     moved = 0;
     for (int i = 0; i < split; i++) {
-      const ladle__node *c = p->nodes[i]->fused_into;
+      const ladle__node *c = at(p, i)->fused_into;
       for (int j = split; c && j < n; j++)
-        if (p->nodes[j] == c) split = i, moved = 1;
+        if (at(p, j) == c) split = i, moved = 1;
     }
   }
   int reader = n, work = 0; /* the host stage must have more to do than take fed data (ladle.dynamic's calls) */
   for (int i = 0; i < n && reader == n; i++)
-    if (p->nodes[i] == p->reader) reader = i;
-  for (int i = 0; i < split; i++) work |= !(p->nodes[i]->def->schema.flags & LADLE_OP_EXTERNAL);
+    if (at(p, i) == p->reader) reader = i;
+  for (int i = 0; i < split; i++) work |= !(at(p, i)->def->schema.flags & LADLE_OP_EXTERNAL);
   if (split > 0 && work && !(p->reader && reader >= split)) *out = split;
 done:
   return st;
@@ -886,7 +940,7 @@ static ladle_status iter_alloc(ladle_pipeline *p, ladle__iter *t) {
   LADLE_ALLOC(t->shapes, (size_t)batch * LADLE_MAX_NDIM);
   LADLE_ALLOC(t->error, LADLE_ERROR_MAX);
   if (p->setup_ahead) {
-    const ladle__node *first = p->nodes[p->split];
+    const ladle__node *first = at(p, p->split);
     LADLE_ALLOC(t->setup_shapes, (size_t)batch * first->num_outputs * LADLE_MAX_NDIM);
     if (first->def->sample_state_size) LADLE_ALLOC(t->setup_states, (size_t)batch * first->def->sample_state_size);
   }
@@ -927,18 +981,19 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
     LADLE_ALLOC(p->queue[i].records, p->params.batch_size);
   }
   LADLE_ALLOC(p->last_records, p->params.batch_size);
+  LADLE_TRY(plan_order(p));
   LADLE_TRY(stage_split(p, &p->split));
   int staged = p->split < p->num_nodes;
   p->config_base = p->config_b = p->config;
-  for (int i = p->split; i < p->num_nodes; i++) p->nodes[i]->config = &p->config_b;
+  for (int i = p->split; i < p->num_nodes; i++) at(p, i)->config = &p->config_b;
   if (staged) {
-    const ladle__node *first = p->nodes[p->split];
+    const ladle__node *first = at(p, p->split);
     const char *ahead = getenv("LADLE_EXECUTOR_SETUP_AHEAD");
     /* Opt-in for a mixed or GPU node: the mixed decoder's setup parses with nvJPEG while the device stage
      * decodes with it, and the first runs on the H200 with it on crashed (heap corruption, 2026-12-01). */
     int wanted = ahead && ahead[0] ? strcmp(ahead, "0") != 0 : first->device == LADLE_ON_CPU;
     p->setup_ahead = wanted && first->def->setup_ahead && !first->deferred && !first->merged &&
-                     !first->def->views_input && ladle__demand_forced(p, p->split);
+                     !first->def->views_input && ladle__demand_forced(p, p->order[p->split]);
     if (p->setup_ahead) {
       p->setup_copy = *first;
       p->setup_copy.config = &p->config; /* the host stage's */

@@ -116,6 +116,7 @@ void ladle_pipeline_destroy(ladle_pipeline *p) {
   ladle__executor_stop(p);
   for (int i = 0; i < p->num_nodes; i++) node_free(p->nodes[i]);
   free(p->nodes);
+  free(p->order);
   free(p->values);
   free(p->outputs);
   free(p->fed);
@@ -476,7 +477,9 @@ ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, lad
   stats->instance_name = n->name;
   stats->device = n->device == LADLE_ON_GPU ? "gpu" : n->device == LADLE_ON_MIXED ? "mixed" : "cpu";
   stats->seconds = (double)atomic_load(&n->busy_ns) * 1e-9;
+  stats->setup_seconds = (double)atomic_load(&n->setup_ns) * 1e-9;
   stats->fused = n->fused_into != NULL;
+  stats->stage = !p->built || p->split == p->num_nodes ? NULL : n->config == &p->config_b ? "device" : "host";
   stats->num_counters = n->def->counters ? n->def->counters(n, stats->counter_names, stats->counters) : 0;
   return LADLE_OK;
 }

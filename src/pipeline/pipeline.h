@@ -87,8 +87,10 @@ struct ladle_pipeline {
 
   /* The executor's stages (executor.c): nodes [0, split) are the host
    * stage, run by `thread`; with split < num_nodes the rest is the device
-   * stage, run by `device_thread` (their nodes read config_b). */
+   * stage, run by `device_thread` (their nodes read config_b); positions in
+   * `order`, the node indices in the order the executor runs them. */
   int split;
+  int *order;
   ladle__pipeline_config config_b, config_base; /* config_base: an iteration's before it takes fed data */
   int setup_ahead;          /* the host stage also runs the setup pass of node `split` (executor.c) */
   ladle__node setup_copy;   /* on this copy of it */

@@ -412,7 +412,16 @@ def test_a_cpu_pipeline_has_one_stage(sample_root):
     stats = pipe.executor_statistics()
     assert stats["host_stage_seconds"] == 0 and stats["device_stage_seconds"] == 0
     assert stats["gpu_wait_seconds"] == 0  # nothing runs on a GPU
+    assert {op["stage"] for op in stats["operators"]} == {None}
     pipe.close()
+
+
+def test_operators_report_their_stage(sample_root):
+    pipe = built(lambda: training(sample_root), 2)  # the reader and the decoder in the host stage
+    pipe.run()
+    stages = [op["stage"] for op in pipe.executor_statistics()["operators"]]
+    pipe.close()
+    assert stages[:2] == ["host", "host"] and set(stages[2:]) == {"device"}
 
 
 def two_random_ops():
@@ -520,6 +529,30 @@ def test_gpu_staged_checkpoint_and_close(sample_root):
         pipe = built(make, None)
         pipe.run()
         pipe.close()
+
+
+@pytest.mark.gpu
+def test_gpu_cpu_operators_after_the_decoder_run_in_the_host_stage(sample_root):
+    # The coin flips were added after the mixed decoder but read nothing from it: they run in the host stage,
+    # ahead of it, with the same draws (keyed by operator); LADLE_EXECUTOR_HOIST=0 keeps the order added.
+    require_gpu()
+    make = lambda: mixed_training(sample_root)
+    with env(LADLE_EXECUTOR_HOIST="0"):
+        ref = built(make, None)
+    want = gpu_outputs(ref, 6)
+    ref_ops = ref.executor_statistics()["operators"]
+    ref.close()
+    pipe = built(make, None)
+    got = gpu_outputs(pipe, 6)
+    ops = pipe.executor_statistics()["operators"]
+    pipe.close()
+    assert_same(got, want)
+    stage = lambda ops, name: {op["stage"] for op in ops if op["op"] == name}
+    assert stage(ops, "random.coin_flip") == {"host"} and stage(ref_ops, "random.coin_flip") == {"device"}
+    for name in ("readers.file",):
+        assert stage(ops, name) == stage(ref_ops, name) == {"host"}
+    for name in ("decoders.image", "random_resized_crop", "flip", "crop_mirror_normalize"):
+        assert stage(ops, name) == stage(ref_ops, name) == {"device"}
 
 
 # --- on the GPU: the mixed decoder on its own stream ---------------------------------------------------------------

@@ -486,6 +486,8 @@ def test_executor_statistics_account_for_the_iterations(sample_root):
         assert 0 < busy <= stats["prepare_seconds"] + 1e-6
         decode = stats["operators"][1]["seconds"]
         assert decode > 0
+        assert all(0 <= op["setup_seconds"] <= op["seconds"] for op in stats["operators"])
+        assert stats["operators"][1]["setup_seconds"] > 0  # the decoder reads the headers in its setup
         assert 0 <= stats["wait_seconds"] <= elapsed
     finally:
         pipe.close()
