@@ -54,16 +54,20 @@ size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 /* One coefficient's quantizer: x = recip | corr << 16, y = qval | shift << 16;
  * [table][comp][natural index]. */
 typedef uint2 jd_entry;
+/* Global loads of read-only data and stores of the planes (read by the next
+ * launch, so kept in L2 only); plain accesses in a host build of the phases. */
 #ifdef __CUDA_ARCH__
 #define JD_LDG(p) __ldg(p)
+#define JD_STORE8(p, v) __stcg(p, v)
 #else
 #define JD_LDG(p) (*(p))
+#define JD_STORE8(p, v) (*(p) = (v))
 #endif
 enum { JD_TABLE_ENTRIES = 2 * 64, JD_CODEC_THREADS = 96, JD_TILE = 8 * 9 /* 8 rows of 9 words */ };
 
-/* Pixel (y, x) of the image, the edge repeated (jd_luma_in). */
-JD_FN const uint8_t *jd_px(const uint8_t *rgb, int h, int w, int y, int x) {
-  return rgb + ((size_t)jd_min(y, h - 1) * (size_t)w + (size_t)jd_min(x, w - 1)) * 3;
+/* Row y of the image, the last repeated below it (jd_luma_in). */
+JD_FN const uint8_t *jd_image_row(const uint8_t *rgb, int h, int w, int y) {
+  return rgb + (size_t)jd_min(y, h - 1) * (size_t)w * 3;
 }
 
 /* Quad (qy, qx) of MCU (my, mx) into the tiles: its 4 luma samples into luma
@@ -72,20 +76,20 @@ JD_FN void jd_load_quad(int32_t *luma, int32_t *cb, int32_t *cr, const uint8_t *
                                              int w, int my, int mx, int q) {
   const int qy = q >> 3, qx = q & 7, cy = 8 * my + qy, cx = 8 * mx + qx;
   const int x0 = 2 * cx, y0 = 2 * cy;
-  const uint8_t *p[4] = {jd_px(rgb, h, w, y0, x0), jd_px(rgb, h, w, y0, x0 + 1), jd_px(rgb, h, w, y0 + 1, x0),
-                         jd_px(rgb, h, w, y0 + 1, x0 + 1)};
+  const size_t c0 = (size_t)jd_min(x0, w - 1) * 3, c1 = (size_t)jd_min(x0 + 1, w - 1) * 3;
+  const uint8_t *row0 = jd_image_row(rgb, h, w, y0), *row1 = jd_image_row(rgb, h, w, y0 + 1);
+  const uint8_t *p[4] = {row0 + c0, row0 + c1, row1 + c0, row1 + c1};
   int32_t *l = luma + ((qy >> 2) * 2 + (qx >> 2)) * JD_TILE + 2 * (qy & 3) * 9 + 2 * (qx & 3);
   uint8_t v[4][3];
-  for (int k = 0; k < 4; k++) v[k][0] = p[k][0], v[k][1] = p[k][1], v[k][2] = p[k][2];
+  for (int k = 0; k < 4; k++) v[k][0] = JD_LDG(p[k]), v[k][1] = JD_LDG(p[k] + 1), v[k][2] = JD_LDG(p[k] + 2);
   for (int k = 0; k < 4; k++) l[(k >> 1) * 9 + (k & 1)] = jd_y(v[k]);
   /* Below the image the chroma rows repeat the last chroma row, not the last
    * image row (jd_chroma_in): other pixels than the luma's when h is even. */
   const int r = jd_min(cy, (h + 1) / 2 - 1);
   if (2 * r != jd_min(y0, h - 1)) {
-    const int c0 = 2 * r, c1 = jd_min(2 * r + 1, h - 1);
-    const uint8_t *c[4] = {jd_px(rgb, h, w, c0, x0), jd_px(rgb, h, w, c0, x0 + 1), jd_px(rgb, h, w, c1, x0),
-                           jd_px(rgb, h, w, c1, x0 + 1)};
-    for (int k = 0; k < 4; k++) v[k][0] = c[k][0], v[k][1] = c[k][1], v[k][2] = c[k][2];
+    row0 = jd_image_row(rgb, h, w, 2 * r), row1 = jd_image_row(rgb, h, w, 2 * r + 1);
+    const uint8_t *c[4] = {row0 + c0, row0 + c1, row1 + c0, row1 + c1};
+    for (int k = 0; k < 4; k++) v[k][0] = JD_LDG(c[k]), v[k][1] = JD_LDG(c[k] + 1), v[k][2] = JD_LDG(c[k] + 2);
   }
   int sb = 1 + (cx & 1), sr = sb;
   for (int k = 0; k < 4; k++) {
@@ -105,8 +109,8 @@ JD_FN void jd_load_quad(int32_t *luma, int32_t *cb, int32_t *cr, const uint8_t *
 typedef struct jd_thread {
   uint8_t *plane;
   size_t stride;
+  const jd_entry *q; /* entry (0, k) of its table */
   int b, k, j, by, bx, unit;
-  jd_entry e[8];
 } jd_thread;
 
 JD_FN jd_thread jd_thread_init(const ladle__gpu_jd_desc *s, const jd_entry *tables, int t) {
@@ -118,8 +122,7 @@ JD_FN jd_thread jd_thread_init(const ladle__gpu_jd_desc *s, const jd_entry *tabl
   d.j = chroma ? (d.b - 8) >> 1 : d.b >> 2;
   d.plane = s->planes, d.stride = ls, d.by = 8 * ((d.b & 3) >> 1), d.bx = 8 * (d.b & 1), d.unit = 16;
   if (chroma) d.plane += ls * 16 * (size_t)mh + (d.b & 1) * cs * 8 * (size_t)mh, d.stride = cs, d.by = d.bx = 0, d.unit = 8;
-  const jd_entry *q = tables + (size_t)s->table * JD_TABLE_ENTRIES + chroma * 64 + d.k;
-  for (int r = 0; r < 8; r++) d.e[r] = JD_LDG(q + 8 * r);
+  d.q = tables + (size_t)s->table * JD_TABLE_ENTRIES + chroma * 64 + d.k;
   return d;
 }
 
@@ -148,7 +151,7 @@ JD_FN void jd_phase_columns(int32_t *tile, const jd_thread *d) {
   for (int i = 0; i < 8; i++) v[i] = col[9 * i];
   jd_fdct_1d(v, 1, 1);
   for (int i = 0; i < 8; i++) {
-    const jd_entry e = d->e[i];
+    const jd_entry e = JD_LDG(d->q + 8 * i);
     v[i] = jd_requant_entry(v[i], e.y & 0xffff, e.x & 0xffff, e.x >> 16, e.y >> 16);
   }
   jd_idct_1d(v, 1, 0);
@@ -166,7 +169,8 @@ JD_FN void jd_phase_store(const int32_t *tile, const jd_thread *d, int m, int mw
   uint2 out;
   out.x = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
   out.y = (uint32_t)v[4] | (uint32_t)v[5] << 8 | (uint32_t)v[6] << 16 | (uint32_t)v[7] << 24;
-  *(uint2 *)(d->plane + (size_t)(d->unit * my + d->by + d->k) * d->stride + (size_t)(d->unit * mx + d->bx)) = out;
+  JD_STORE8((uint2 *)(d->plane + (size_t)(d->unit * my + d->by + d->k) * d->stride + (size_t)(d->unit * mx + d->bx)),
+            out);
 }
 
 /* A block per pair of MCUs (pairs strided by the grid). */
@@ -195,9 +199,9 @@ __global__ void __launch_bounds__(JD_CODEC_THREADS) jd_codec_kernel(const ladle_
 JD_FN void jd_fancy_pair(const uint8_t *r0, const uint8_t *r1, int cx, int cw, int *even,
                                               int *odd) {
   const int l = cx > 0 ? cx - 1 : 0, r = cx + 1 < cw ? cx + 1 : cw - 1;
-  const int nc = 3 * r0[cx] + r1[cx];
-  *even = jd_fancy(nc, 3 * r0[l] + r1[l], 0);
-  *odd = jd_fancy(nc, 3 * r0[r] + r1[r], 1);
+  const int nc = 3 * JD_LDG(r0 + cx) + JD_LDG(r1 + cx);
+  *even = jd_fancy(nc, 3 * JD_LDG(r0 + l) + JD_LDG(r1 + l), 0);
+  *odd = jd_fancy(nc, 3 * JD_LDG(r0 + r) + JD_LDG(r1 + r), 1);
 }
 
 /* Output row y of a sample: its luma row, its chroma rows (the pixel's, 0,
@@ -221,12 +225,12 @@ JD_FN jd_row jd_row_init(const ladle__gpu_jd_desc *s, int y) {
 JD_FN void jd_output_pair(const jd_row *r, int cx) {
   int b0, b1, r0, r1;
   if (r->cw <= 2) { /* h2v2_upsample */
-    b0 = b1 = r->cb0[cx], r0 = r1 = r->cr0[cx];
+    b0 = b1 = JD_LDG(r->cb0 + cx), r0 = r1 = JD_LDG(r->cr0 + cx);
   } else {
     jd_fancy_pair(r->cb0, r->cb1, cx, r->cw, &b0, &b1);
     jd_fancy_pair(r->cr0, r->cr1, cx, r->cw, &r0, &r1);
   }
-  const uchar2 l = *(const uchar2 *)(r->luma + 2 * cx); /* the luma stride is even: 2-byte aligned */
+  const uchar2 l = JD_LDG((const uchar2 *)(r->luma + 2 * cx)); /* the luma stride is even: 2-byte aligned */
   uint8_t *o = r->out + (size_t)cx * 6;
   jd_rgb(l.x, b0, r0, o);
   if (2 * cx + 1 < r->w) jd_rgb(l.y, b1, r1, o + 3);

@@ -141,8 +141,12 @@ static void report_times(void) {
   make_batch(b, MAX_BATCH, h, w, q);
   double host_ms = 0;
   float ms = test_time_launches(launch, b, ladle__gpu_jd_param_bytes(b->n, b->num_tables), stream, &host_ms);
-  fprintf(stderr, "  time jpeg_compression_distortion 256 x ~400x460, quality 50: stream %.3f ms/batch, host %.3f ms\n",
-          ms, host_ms);
+  double pixels = 0;
+  for (int i = 0; i < MAX_BATCH; i++) pixels += (double)h[i] * w[i];
+  fprintf(stderr,
+          "  time jpeg_compression_distortion 256 x ~400x460, quality 50: stream %.3f ms/batch (%.1f Gpix/s), "
+          "host %.3f ms (H200 before branch jpegfast: stream 0.744 ms)\n",
+          ms, pixels / (ms * 1e6), host_ms);
   free_batch(b);
   free(b);
 }
