@@ -126,14 +126,27 @@ JD_FN jd_thread jd_thread_init(const ladle__gpu_jd_desc *s, const jd_entry *tabl
   return d;
 }
 
-/* Phase 1: the level-shifted samples of MCUs m0, m0 + 1 into the tiles. */
-JD_FN void jd_phase_load(int32_t *tile, const ladle__gpu_jd_desc *s, int m0, int t) {
-  const int mw = jd_mcus(s->w), mcus = mw * jd_mcus(s->h);
+/* The place (my, mx) of MCUs m0 and m0 + 1 (mw per row): one division. */
+typedef struct jd_pair {
+  int my[2], mx[2];
+} jd_pair;
+
+JD_FN jd_pair jd_pair_at(int m0, int mw) {
+  jd_pair p;
+  p.my[0] = m0 / mw, p.mx[0] = m0 - p.my[0] * mw;
+  const int wrap = p.mx[0] + 1 == mw;
+  p.my[1] = p.my[0] + wrap, p.mx[1] = wrap ? 0 : p.mx[0] + 1;
+  return p;
+}
+
+/* Phase 1: the level-shifted samples of MCUs m0, m0 + 1 (those below mcus)
+ * into the tiles. */
+JD_FN void jd_phase_load(int32_t *tile, const ladle__gpu_jd_desc *s, const jd_pair *p, int m0, int mcus, int t) {
   for (int qi = t; qi < 128; qi += JD_CODEC_THREADS) {
-    const int mm = m0 + (qi >> 6);
-    if (mm < mcus)
-      jd_load_quad(tile + (qi >> 6) * 4 * JD_TILE, tile + (8 + 2 * (qi >> 6)) * JD_TILE,
-                   tile + (9 + 2 * (qi >> 6)) * JD_TILE, s->in, s->h, s->w, mm / mw, mm % mw, qi & 63);
+    const int jj = qi >> 6;
+    if (m0 + jj < mcus)
+      jd_load_quad(tile + jj * 4 * JD_TILE, tile + (8 + 2 * jj) * JD_TILE, tile + (9 + 2 * jj) * JD_TILE, s->in, s->h,
+                   s->w, p->my[jj], p->mx[jj], qi & 63);
   }
 }
 
@@ -158,14 +171,13 @@ JD_FN void jd_phase_columns(int32_t *tile, const jd_thread *d) {
   for (int i = 0; i < 8; i++) col[9 * i] = v[i];
 }
 
-/* Phase 4: the inverse row pass of MCU m (mw per row), its 8 samples in one
- * 8-byte store. */
-JD_FN void jd_phase_store(const int32_t *tile, const jd_thread *d, int m, int mw) {
+/* Phase 4: the inverse row pass, its 8 samples in one 8-byte store. */
+JD_FN void jd_phase_store(const int32_t *tile, const jd_thread *d, const jd_pair *p) {
   int32_t v[8];
   const int32_t *row = tile + d->b * JD_TILE + 9 * d->k;
   for (int i = 0; i < 8; i++) v[i] = row[i];
   jd_idct_1d(v, 1, 1);
-  const int my = m / mw, mx = m % mw;
+  const int my = p->my[d->j], mx = p->mx[d->j];
   uint2 out;
   out.x = (uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
   out.y = (uint32_t)v[4] | (uint32_t)v[5] << 8 | (uint32_t)v[6] << 16 | (uint32_t)v[7] << 24;
@@ -183,13 +195,14 @@ __global__ void __launch_bounds__(JD_CODEC_THREADS) jd_codec_kernel(const ladle_
   const jd_thread d = jd_thread_init(&s, tables, t);
   for (int m0 = 2 * (int)blockIdx.x; m0 < mcus; m0 += 2 * (int)gridDim.x) {
     const int live = m0 + d.j < mcus;
-    jd_phase_load(tile, &s, m0, t);
+    const jd_pair p = jd_pair_at(m0, mw);
+    jd_phase_load(tile, &s, &p, m0, mcus, t);
     __syncthreads();
     if (live) jd_phase_rows(tile, &d);
     __syncthreads();
     if (live) jd_phase_columns(tile, &d);
     __syncthreads();
-    if (live) jd_phase_store(tile, &d, m0 + d.j, mw);
+    if (live) jd_phase_store(tile, &d, &p);
     __syncthreads(); /* the tiles are reused by the next pair */
   }
 }
