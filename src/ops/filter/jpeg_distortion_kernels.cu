@@ -22,9 +22,9 @@
  * - The load phase gives a thread a 2x2 quad: 12 byte loads give 4 Y and the
  *   quad's Cb and Cr sums at once (before: 24 loads for 4 pixels, each pixel
  *   read twice, for luma and for chroma).
- * - Quantization tables packed on the host into one 8-byte entry per
- *   coefficient (qval, shift | recip, corr): 8 loads per column thread
- *   instead of 24.
+ * - Quantization tables laid out on the host as one 16-byte entry per
+ *   coefficient (qval, recip, corr, shift): 8 loads per column thread
+ *   instead of 24, no unpacking.
  * - The output kernel takes a pixel pair per thread (both share a chroma
  *   column: 3 blended columns instead of 4, one 2-byte luma load) and hoists
  *   the per-row chroma pointers out of the pixel loop.
@@ -51,9 +51,9 @@ namespace {
 
 size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
-/* One coefficient's quantizer: x = recip | corr << 16, y = qval | shift << 16;
- * [table][comp][natural index]. */
-typedef uint2 jd_entry;
+/* One coefficient's quantizer, unpacked (x qval, y recip, z corr, w shift):
+ * one 16-byte load; [table][comp][natural index]. */
+typedef uint4 jd_entry;
 /* Global loads of read-only data and stores of the planes (read by the next
  * launch, so kept in L2 only); plain accesses in a host build of the phases. */
 #ifdef __CUDA_ARCH__
@@ -63,7 +63,10 @@ typedef uint2 jd_entry;
 #define JD_LDG(p) (*(p))
 #define JD_STORE8(p, v) (*(p) = (v))
 #endif
-enum { JD_TABLE_ENTRIES = 2 * 64, JD_CODEC_THREADS = 96, JD_TILE = 8 * 9 /* 8 rows of 9 words */ };
+enum {
+  JD_TABLE_ENTRIES = 2 * 64, JD_CODEC_THREADS = 96, JD_OUTPUT_THREADS = 128,
+  JD_TILE = 8 * 9 /* a tile: 8 rows of 9 words */
+};
 
 /* Row y of the image, the last repeated below it (jd_luma_in). */
 JD_FN const uint8_t *jd_image_row(const uint8_t *rgb, int h, int w, int y) {
@@ -121,7 +124,10 @@ JD_FN jd_thread jd_thread_init(const ladle__gpu_jd_desc *s, const jd_entry *tabl
   const int chroma = d.b >= 8;
   d.j = chroma ? (d.b - 8) >> 1 : d.b >> 2;
   d.plane = s->planes, d.stride = ls, d.by = 8 * ((d.b & 3) >> 1), d.bx = 8 * (d.b & 1), d.unit = 16;
-  if (chroma) d.plane += ls * 16 * (size_t)mh + (d.b & 1) * cs * 8 * (size_t)mh, d.stride = cs, d.by = d.bx = 0, d.unit = 8;
+  if (chroma) {
+    d.plane += ls * 16 * (size_t)mh + (d.b & 1) * cs * 8 * (size_t)mh;
+    d.stride = cs, d.by = d.bx = 0, d.unit = 8;
+  }
   d.q = tables + (size_t)s->table * JD_TABLE_ENTRIES + chroma * 64 + d.k;
   return d;
 }
@@ -165,7 +171,7 @@ JD_FN void jd_phase_columns(int32_t *tile, const jd_thread *d) {
   jd_fdct_1d(v, 1, 1);
   for (int i = 0; i < 8; i++) {
     const jd_entry e = JD_LDG(d->q + 8 * i);
-    v[i] = jd_requant_entry(v[i], e.y & 0xffff, e.x & 0xffff, e.x >> 16, e.y >> 16);
+    v[i] = jd_requant_entry(v[i], e.x, e.y, e.z, e.w);
   }
   jd_idct_1d(v, 1, 0);
   for (int i = 0; i < 8; i++) col[9 * i] = v[i];
@@ -186,8 +192,8 @@ JD_FN void jd_phase_store(const int32_t *tile, const jd_thread *d, const jd_pair
 }
 
 /* A block per pair of MCUs (pairs strided by the grid). */
-__global__ void __launch_bounds__(JD_CODEC_THREADS) jd_codec_kernel(const ladle__gpu_jd_desc *__restrict__ samples,
-                                                                    const jd_entry *__restrict__ tables) {
+__global__ void __launch_bounds__(JD_CODEC_THREADS, 16)
+    jd_codec_kernel(const ladle__gpu_jd_desc *__restrict__ samples, const jd_entry *__restrict__ tables) {
   const ladle__gpu_jd_desc s = samples[blockIdx.y];
   if (s.h <= 0 || s.w <= 0) return;
   const int mw = jd_mcus(s.w), mcus = mw * jd_mcus(s.h), t = (int)threadIdx.x;
@@ -250,7 +256,8 @@ JD_FN void jd_output_pair(const jd_row *r, int cx) {
 }
 
 /* A block per row (rows strided by the grid), a pixel pair per thread. */
-__global__ void jd_output_kernel(const ladle__gpu_jd_desc *__restrict__ samples) {
+__global__ void __launch_bounds__(JD_OUTPUT_THREADS, 12)
+    jd_output_kernel(const ladle__gpu_jd_desc *__restrict__ samples) {
   const ladle__gpu_jd_desc s = samples[blockIdx.y];
   if (s.h <= 0 || s.w <= 0) return;
   for (int y = (int)blockIdx.x; y < s.h; y += (int)gridDim.x) {
@@ -265,8 +272,7 @@ void jd_pack_tables(jd_entry *packed, const ladle__jd_tables *tables, int n) {
     for (int c = 0; c < 2; c++)
       for (int i = 0; i < 64; i++) {
         const ladle__jd_tables *t = &tables[k];
-        packed[(k * 2 + c) * 64 + i] = make_uint2((uint32_t)t->recip[c][i] | (uint32_t)t->corr[c][i] << 16,
-                                                  (uint32_t)t->qval[c][i] | (uint32_t)t->shift[c][i] << 16);
+        packed[(k * 2 + c) * 64 + i] = make_uint4(t->qval[c][i], t->recip[c][i], t->corr[c][i], t->shift[c][i]);
       }
 }
 
@@ -309,7 +315,8 @@ extern "C" ladle_status ladle__gpu_jpeg_distortion(const ladle__gpu_jd_desc *d, 
   jd_codec_kernel<<<dim3(grid_for(most_pairs), (unsigned)n), JD_CODEC_THREADS, 0, s>>>(
       (const ladle__gpu_jd_desc *)dev_params, (const jd_entry *)((char *)dev_params + desc_bytes));
   LADLE_CUDA_CHECK_LAUNCH(jd_codec_kernel);
-  jd_output_kernel<<<dim3(grid_for(most_rows), (unsigned)n), 128, 0, s>>>((const ladle__gpu_jd_desc *)dev_params);
+  jd_output_kernel<<<dim3(grid_for(most_rows), (unsigned)n), JD_OUTPUT_THREADS, 0, s>>>(
+      (const ladle__gpu_jd_desc *)dev_params);
   LADLE_CUDA_CHECK_LAUNCH(jd_output_kernel);
 done:
   return st;
