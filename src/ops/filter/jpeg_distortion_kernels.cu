@@ -15,7 +15,8 @@
  *   passes on a local array): the forward column pass, requantization and the
  *   inverse column pass run back to back with no shared-memory round trip,
  *   and the last (row) pass packs its 8 samples into one 8-byte store to the
- *   plane (before: 6 byte stores per thread and 7 barriers per MCU; now 3).
+ *   plane, L2 only (__stcg: the next launch reads it). Before: 6 byte stores
+ *   per thread and 7 barriers per MCU; now 4 barriers per pair of MCUs.
  * - Shared tiles padded to 9 words per row: row and column accesses of a warp
  *   (4 blocks x 8 rows/columns) hit 32 distinct banks (before: stride-8 rows,
  *   8-way conflicts in the row passes, 4-way in the column passes).
@@ -24,14 +25,23 @@
  *   read twice, for luma and for chroma).
  * - Quantization tables laid out on the host as one 16-byte entry per
  *   coefficient (qval, recip, corr, shift): 8 loads per column thread
- *   instead of 24, no unpacking.
+ *   instead of 24, no unpacking. Pixels, planes and tables are read through
+ *   the read-only path (ld.global.nc; the first version's loads were generic).
+ * - One integer division per pair of MCUs (jd_pair_at), not one per thread.
+ * - 40 registers a thread (launch bounds, no spills on sm_90): 16 codec blocks
+ *   (1,536 threads) and 12 output blocks per SM, against ~18 x 64 = 1,152
+ *   threads of the first codec kernel, a quarter of them idle in the DCTs.
  * - The output kernel takes a pixel pair per thread (both share a chroma
  *   column: 3 blended columns instead of 4, one 2-byte luma load) and hoists
  *   the per-row chroma pointers out of the pixel loop.
  * Memory traffic is unchanged (~0.43 GB per batch: RGB in and out, planes
- * 1.5 B/pixel written and read, mostly L2-resident); the work is integer ALU
- * bound, which these changes cut by roughly a third. The arithmetic is
- * jpeg_core.h's, bit for bit (tests/c/ops/filter/test_jpeg_distortion_gpu.c). */
+ * 1.5 B/pixel written and read, partly L2-resident), ~0.1 ms at HBM speed;
+ * the codec was bound by shared-memory conflicts and idle lanes, now by
+ * integer ALU work (~115 thread instructions a pixel, from ~170 plus
+ * conflict replays). The arithmetic is jpeg_core.h's, bit for bit
+ * (tests/c/ops/filter/test_jpeg_distortion_gpu.c); the phases are
+ * __host__ __device__ so that a host loop over a block's threads can run
+ * them too. */
 #ifndef LADLE_HAVE_CUDA
 #define LADLE_HAVE_CUDA 1
 #endif
