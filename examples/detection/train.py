@@ -420,9 +420,14 @@ class PipelineLoader:
         if self.encoded:
             return images, (data["boxes"].to(device, non_blocking=True),
                             data["labels"].to(device, non_blocking=True).long())
-        targets = [{"boxes": (b.reshape(-1, 4).float() * self.size).to(device, non_blocking=True),
-                    "labels": lab.reshape(-1).long().to(device, non_blocking=True)}
-                   for b, lab in zip(data["boxes"], data["labels"])]
+        # All images' boxes and labels in one copy each, split on the device: a copy and a few tensor ops per
+        # image would cost more than the pipeline's whole batch (measured: the SSD loader at ~10k images/s).
+        boxes = [b.reshape(-1, 4) for b in data["boxes"]]
+        counts = [len(b) for b in boxes]
+        all_boxes = torch.cat(boxes).to(device, non_blocking=True).float() * self.size
+        all_labels = torch.cat([lab.reshape(-1) for lab in data["labels"]]).to(device, non_blocking=True).long()
+        targets = [{"boxes": b, "labels": lab}
+                   for b, lab in zip(all_boxes.split(counts), all_labels.split(counts))]
         return images, targets
 
 

@@ -225,6 +225,26 @@ def test_pipeline_boxes_are_the_generators(lib, small_set):
         assert labels.tolist() == [remap[a["category_id"]] for a in anns]
 
 
+@pytest.mark.parametrize("lib", LIBS)
+def test_loader_targets_are_the_pipelines_boxes(lib, small_set):
+    # PipelineLoader copies all boxes and labels of a batch at once and splits them per image: the same
+    # values, in absolute pixels, as the pipeline gives per image.
+    lib_or_skip(lib)
+    torch = pytest.importorskip("torch")
+    train = load_train()
+    dev = pytypes.SimpleNamespace(rank=0, world=1, local_rank=0, device=torch.device("cpu"))
+    batch = 6
+    samples = run_pipeline(lib, small_set, 64, batch, augment=False, shuffle=False)
+    pipe = train.build_pipeline(lib, pipeline_args(small_set, 64, batch), dev, "cpu", batch_size=batch,
+                                augment=False, shuffle=False)
+    _, targets = train.PipelineLoader(lib, pipe, dev, 64).next()
+    assert len(targets) == batch
+    for (_, boxes, labels), t in zip(samples, targets):
+        assert t["boxes"].dtype == torch.float32 and t["labels"].dtype == torch.int64
+        np.testing.assert_array_equal(t["boxes"].numpy(), boxes * np.float32(64))
+        assert t["labels"].tolist() == labels.tolist()
+
+
 def draw_boxes(img, boxes, path):
     from PIL import Image, ImageDraw
 

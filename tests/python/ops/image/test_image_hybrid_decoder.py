@@ -298,16 +298,20 @@ def test_gpu_huffman_route_keeps_memory_flat_and_closes_mid_run(sample_root):
     pipe = build()
     for _ in range(10):
         pipe.run()
-    torch.cuda.synchronize()
-    free_before = torch.cuda.mem_get_info()[0]
-    for _ in range(100):
-        (images,) = pipe.run()
-        torch.from_dlpack(images).float().mean()
-    torch.cuda.synchronize()
-    free_after = torch.cuda.mem_get_info()[0]
+    # Free device memory is the whole process's: another library (DALI, loaded by earlier tests) may take
+    # some during one window. A leak grows in every window: the smaller growth of two counts.
+    grew = []
+    for _ in range(2):
+        torch.cuda.synchronize()
+        free_before = torch.cuda.mem_get_info()[0]
+        for _ in range(100):
+            (images,) = pipe.run()
+            torch.from_dlpack(images).float().mean()
+        torch.cuda.synchronize()
+        grew.append(free_before - torch.cuda.mem_get_info()[0])
     assert decoder_counters(pipe)["gpu_hybrid"] > 0
     pipe.close()
-    assert free_before - free_after < 64 << 20, f"device memory grew by {(free_before - free_after) >> 20} MiB"
+    assert min(grew) < 64 << 20, f"device memory grew by {[g >> 20 for g in grew]} MiB in two windows of 100"
     for _ in range(5):  # closed while the executor prepares the next iterations
         pipe = build()
         (images,) = pipe.run()
