@@ -109,7 +109,8 @@ ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *h
 
 /* jpeg_compression_distortion (jpeg_distortion_kernels.cu): jpeg_core.h's
  * round trip of an h x w HWC RGB image (h or w 0: nothing), quantized with
- * tables[table]; planes: jd_plane_bytes(h, w) bytes of device scratch. */
+ * tables[table]; planes: jd_plane_bytes(h, w) bytes of device scratch,
+ * 8-byte aligned. */
 typedef struct ladle__gpu_jd_desc {
   const uint8_t *in;
   uint8_t *out, *planes;

@@ -90,10 +90,13 @@ JD_FN void jd_reciprocal(unsigned d, uint16_t *recip, uint16_t *corr, uint8_t *s
 
 /* jcdctmgr.c quantize, then jidctint.c's DEQUANTIZE: the coefficient the
  * decoder multiplies back. */
+JD_FN int32_t jd_requant_entry(int32_t x, unsigned qval, unsigned recip, unsigned corr, unsigned shift) {
+  const uint32_t a = (uint32_t)(x < 0 ? -x : x) + corr;
+  const int32_t q = (int32_t)((a * recip) >> shift);
+  return (x < 0 ? -q : q) * (int32_t)qval;
+}
 JD_FN int32_t jd_requant(int32_t x, const ladle__jd_tables *t, int comp, int i) {
-  const uint32_t a = (uint32_t)(x < 0 ? -x : x) + t->corr[comp][i];
-  const int32_t q = (int32_t)((a * t->recip[comp][i]) >> t->shift[comp][i]);
-  return (x < 0 ? -q : q) * (int32_t)t->qval[comp][i];
+  return jd_requant_entry(x, t->qval[comp][i], t->recip[comp][i], t->corr[comp][i], t->shift[comp][i]);
 }
 
 /* RGB -> YCbCr, level-shifted by -128 for the DCT (jccolor.c: FIX(c) =
@@ -237,13 +240,17 @@ JD_FN void jd_rgb(int y, int cb, int cr, uint8_t *p) {
  * above the first and below the last repeat them, jdmainct.c's context
  * pointers, and so do the columns), or h2v2_upsample (replication), which
  * jinit_upsampler picks when cw <= 2. */
+/* The fancy sample of an even (odd = 0) or odd output column from the
+ * vertically blended (3 * this row + nearer row) nearest and next columns. */
+JD_FN int jd_fancy(int near, int far, int odd) { return (3 * near + far + (odd ? 7 : 8)) >> 4; }
+/* The chroma row blended with output row y (its nearer neighbour, clamped). */
+JD_FN int jd_fancy_row(int y, int ch) { return jd_clamp(y & 1 ? (y >> 1) + 1 : (y >> 1) - 1, 0, ch - 1); }
 JD_FN int jd_upsample(const uint8_t *c, int cs, int ch, int cw, int y, int x) {
   const int cy = y >> 1, cx = x >> 1;
   if (cw <= 2) return c[(size_t)cy * cs + cx];
-  const int ny = jd_clamp(y & 1 ? cy + 1 : cy - 1, 0, ch - 1), nx = jd_clamp(x & 1 ? cx + 1 : cx - 1, 0, cw - 1);
+  const int ny = jd_fancy_row(y, ch), nx = jd_clamp(x & 1 ? cx + 1 : cx - 1, 0, cw - 1);
   const uint8_t *r0 = c + (size_t)cy * cs, *r1 = c + (size_t)ny * cs;
-  const int near = 3 * r0[cx] + r1[cx], far = 3 * r0[nx] + r1[nx];
-  return (3 * near + far + (x & 1 ? 7 : 8)) >> 4;
+  return jd_fancy(3 * r0[cx] + r1[cx], 3 * r0[nx] + r1[nx], x & 1);
 }
 
 /* Output pixel (y, x) of an h x w image from its reconstructed planes

@@ -162,7 +162,9 @@ static ladle_status jpeg_run_batch(ladle__node *n, ladle__gpu *g) {
     if (d[i].h > 0 && d[i].w > 0) plane_bytes += jd_plane_bytes(d[i].h, d[i].w);
   }
   uint8_t *planes = NULL;
-  LADLE_TRY_OP(ladle__gpu_device_scratch(g, plane_bytes ? plane_bytes : 1, (void **)&planes));
+  /* + 8: the kernel stores 8-byte rows of the planes, aligned */
+  LADLE_TRY_OP(ladle__gpu_device_scratch(g, plane_bytes + 8, (void **)&planes));
+  planes += (8 - (uintptr_t)planes % 8) % 8;
   for (int i = 0; i < batch; i++) {
     d[i].planes = planes;
     if (d[i].h > 0 && d[i].w > 0) planes += jd_plane_bytes(d[i].h, d[i].w);
