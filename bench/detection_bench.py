@@ -189,6 +189,9 @@ def executor_statistics(loader):
     return pipe.executor_statistics() if hasattr(pipe, "executor_statistics") else None
 
 
+LEVELS = {"hw_share_per_mille"}  # counters that are a level (the value now), not a count to difference
+
+
 def stats_between(before, after, wall):
     """Where ladle's executor spent the timed passes: its preparing and waiting
     seconds, each stage thread's busy seconds (a pipeline with GPU operators runs
@@ -203,7 +206,8 @@ def stats_between(before, after, wall):
         setup = b.get("setup_seconds", 0) - a.get("setup_seconds", 0)
         ops.append({"op": b["op"], "device": b["device"], "stage": b.get("stage"), "seconds": round(secs, 4),
                     "share": round(secs / wall, 3), "setup_share": round(setup / wall, 3),
-                    **({"counters": {k: b["counters"][k] - a["counters"].get(k, 0) for k in b["counters"]}}
+                    **({"counters": {k: v if k in LEVELS else v - a["counters"].get(k, 0)
+                                     for k, v in b["counters"].items()}}
                        if b.get("counters") else {})})
     return {"iterations": after["iterations"] - before["iterations"],
             "prepare_share": round((after["prepare_seconds"] - before["prepare_seconds"]) / wall, 3),
