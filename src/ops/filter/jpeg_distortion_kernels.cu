@@ -38,7 +38,9 @@
  * 1.5 B/pixel written and read, partly L2-resident), ~0.1 ms at HBM speed;
  * the codec was bound by shared-memory conflicts and idle lanes, now by
  * integer ALU work (~115 thread instructions a pixel, from ~170 plus
- * conflict replays). The arithmetic is jpeg_core.h's, bit for bit
+ * conflict replays). Measured on the H200 (2026-12-02, 28d1828): 0.444 ms a
+ * batch on the stream, 0.501 ms in bench/op_bench.py against DALI's 0.771.
+ * The arithmetic is jpeg_core.h's, bit for bit
  * (tests/c/ops/filter/test_jpeg_distortion_gpu.c); the phases are
  * __host__ __device__ so that a host loop over a block's threads can run
  * them too. */
