@@ -148,11 +148,9 @@ def measure(spec):
     else:
         output = {"images": [int(d) for d in images.shape], "dtype": str(images.dtype).replace("torch.", ""),
                   "device": str(images.device)}
-    if targets is None:
-        pass
-    elif isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
+    if isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
         output["matched_anchors_per_image"] = round(float((targets[1] > 0).sum()) / len(targets[1]), 2)
-    else:
+    elif targets is not None:  # the *-pipe loaders have none
         output["boxes_per_image"] = round(sum(len(t["boxes"]) for t in targets) / max(1, len(targets)), 2)
     n_batches = max(spec["pass_images"] // batch, 4)
     count, t0 = 1, time.perf_counter()
