@@ -49,7 +49,8 @@ import traceback
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import common  # noqa: E402
-from common import Deadline, cpu_seconds_between, cpu_times, process_tree, spread  # noqa: E402
+from common import (Deadline, cpu_seconds_between, cpu_times, executor_statistics, process_tree,  # noqa: E402
+                    spread, stats_between)
 
 TRAIN = os.path.join(common.REPO, "examples", "detection", "train.py")
 LOADERS = {  # name: train.py's --data-backend
@@ -179,41 +180,6 @@ def measure(spec):
             "cores_busy": round(busy, 2) if busy is not None else None,
             "images_per_s_per_thread": round(ips["median"] / spec["threads"], 1), "output": output,
             **({"executor": executor} if executor else {})}
-
-
-def executor_statistics(loader):
-    """ladle's executor_statistics() of the loader's pipeline, or None (DALI, torchvision)."""
-    pipe = getattr(loader, "pipe", None)
-    return pipe.executor_statistics() if hasattr(pipe, "executor_statistics") else None
-
-
-LEVELS = {"hw_share_per_mille"}  # counters that are a level (the value now), not a count to difference
-
-
-def stats_between(before, after, wall):
-    """Where ladle's executor spent the timed passes: its preparing and waiting
-    seconds, each stage thread's busy seconds (a pipeline with GPU operators runs
-    in two stages: preparing is their sum, so its share may pass 1) and each
-    operator's seconds (host time: a GPU operator's is the time to queue its
-    work), as shares of the passes' wall time."""
-    if not before or not after or not wall:
-        return None
-    ops = []
-    for a, b in zip(before["operators"], after["operators"]):
-        secs = b["seconds"] - a["seconds"]
-        setup = b.get("setup_seconds", 0) - a.get("setup_seconds", 0)
-        ops.append({"op": b["op"], "device": b["device"], "stage": b.get("stage"), "seconds": round(secs, 4),
-                    "share": round(secs / wall, 3), "setup_share": round(setup / wall, 3),
-                    **({"counters": {k: v if k in LEVELS else v - a["counters"].get(k, 0)
-                                     for k, v in b["counters"].items()}}
-                       if b.get("counters") else {})})
-    return {"iterations": after["iterations"] - before["iterations"],
-            "prepare_share": round((after["prepare_seconds"] - before["prepare_seconds"]) / wall, 3),
-            "wait_share": round((after["wait_seconds"] - before["wait_seconds"]) / wall, 3),
-            **{f"{k}_stage_share": round((after[f"{k}_stage_seconds"] - before[f"{k}_stage_seconds"]) / wall, 3)
-               for k in ("host", "device")},
-            "gpu_wait_share": round((after["gpu_wait_seconds"] - before["gpu_wait_seconds"]) / wall, 3),
-            "operators": ops}
 
 
 def child_main(args):

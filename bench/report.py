@@ -146,6 +146,11 @@ def print_training(t):
                          f"DataLoader ({h['epoch_time_cut_vs_pytorch']:.0%} less)")
         if parts:
             print(f"{arch}: " + "; ".join(parts))
+    for arch, backends in runs.items():  # ladle's executor while it fed the model
+        e = (backends.get("ladle") or {}).get("executor")
+        if e:
+            print(f"{arch} / ladle's executor: the training loop waited in run() {e['wait_share']:.2f} of the time; "
+                  f"device stage busy {e['device_stage_share']:.2f}, GPU waited for {e['gpu_wait_share']:.2f}")
     script = t.get("script") or {}
     if "skipped" in script:
         print(f"examples/imagenet/train.py: skipped: {script['skipped']}")

@@ -128,6 +128,7 @@ def train_run(torch, torchvision, arch, source, args):
     warm = time.perf_counter() - t0
     per_chunk = max(1, args.iters // args.chunks)
     rates = []
+    stats0 = common.executor_statistics(source)  # ladle: where its executor's time goes while training
     before = common.cpu_times(common.process_tree())
     t_all = time.perf_counter()
     for _ in range(args.chunks):
@@ -138,8 +139,12 @@ def train_run(torch, torchvision, arch, source, args):
         rates.append(per_chunk * args.batch_size / (time.perf_counter() - t))
     wall = time.perf_counter() - t_all
     busy = common.cpu_seconds_between(before, common.cpu_times(common.process_tree())) / wall
+    executor = common.stats_between(stats0, common.executor_statistics(source), wall)
     loss = float(loss)
     return {
+        # wait_share: the training loop's time in the loader's run() (the loader starved it); near 0 with a
+        # step slower than synthetic means contention (cores, driver, SMs), not a slow loader
+        **({"executor": executor} if executor else {}),
         "images_per_s": spread(rates),
         "iters": per_chunk * args.chunks,
         "warmup_s": round(warm, 2),
