@@ -19,7 +19,6 @@ extern "C" {
 
 namespace {
 
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 unsigned blocks_for(int64_t count) {
   int64_t b = (count + 255) / 256;
@@ -826,7 +825,7 @@ void conv_plan_of(conv_plan *p, const ladle__conv_desc *d, size_t *smem) {
 
 }  // namespace
 
-extern "C" size_t ladle__gpu_grid_param_bytes(int n) { return align16((size_t)n * sizeof(ladle__gpu_grid_desc)); }
+extern "C" size_t ladle__gpu_grid_param_bytes(int n) { return ladle__align16((size_t)n * sizeof(ladle__gpu_grid_desc)); }
 
 extern "C" ladle_status ladle__gpu_grid_mask(const ladle__gpu_grid_desc *d, int n, void *host_params,
                                              void *dev_params, size_t param_bytes, void *stream) {
@@ -846,7 +845,7 @@ done:
   return st;
 }
 
-extern "C" size_t ladle__gpu_erase_param_bytes(int n) { return align16((size_t)n * sizeof(ladle__gpu_erase_desc)); }
+extern "C" size_t ladle__gpu_erase_param_bytes(int n) { return ladle__align16((size_t)n * sizeof(ladle__gpu_erase_desc)); }
 
 extern "C" ladle_status ladle__gpu_erase(const ladle__gpu_erase_desc *d, int n, void *host_params, void *dev_params,
                                          size_t param_bytes, void *stream) {
@@ -880,7 +879,7 @@ done:
 }
 
 extern "C" size_t ladle__gpu_blur_param_bytes(int num_passes, int num_weights) {
-  return align16((size_t)num_passes * sizeof(ladle__gpu_blur_pass)) + (size_t)num_weights * sizeof(float);
+  return ladle__align16((size_t)num_passes * sizeof(ladle__gpu_blur_pass)) + (size_t)num_weights * sizeof(float);
 }
 
 extern "C" ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int n, int num_passes,
@@ -888,7 +887,7 @@ extern "C" ladle_status ladle__gpu_blur(const ladle__gpu_blur_pass *passes, int 
                                         size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  size_t table_at = align16((size_t)num_passes * n * sizeof *passes);
+  size_t table_at = ladle__align16((size_t)num_passes * n * sizeof *passes);
   LADLE_CUDA_ENTER();
   LADLE_TRY(check_params(n, passes, host_params, dev_params, param_bytes,
                          ladle__gpu_blur_param_bytes(num_passes * n, num_weights), __func__));
@@ -915,7 +914,7 @@ done:
   return st;
 }
 
-extern "C" size_t ladle__gpu_norm_param_bytes(int n) { return align16((size_t)n * sizeof(ladle__gpu_norm_desc)); }
+extern "C" size_t ladle__gpu_norm_param_bytes(int n) { return ladle__align16((size_t)n * sizeof(ladle__gpu_norm_desc)); }
 
 extern "C" ladle_status ladle__gpu_normalize(const ladle__gpu_norm_desc *d, int n, int batch, void *host_params,
                                              void *dev_params, size_t param_bytes, void *stream) {
@@ -993,7 +992,7 @@ done:
 }
 
 extern "C" size_t ladle__gpu_conv_param_bytes(int n, int taps) {
-  return align16((size_t)n * sizeof(conv_plan)) + align16((size_t)taps * sizeof(float));
+  return ladle__align16((size_t)n * sizeof(conv_plan)) + ladle__align16((size_t)taps * sizeof(float));
 }
 
 extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int taps, void *host_params, void *dev_params,
@@ -1009,7 +1008,7 @@ extern "C" ladle_status ladle__gpu_conv(const ladle__conv_desc *d, int n, int ta
   LADLE_CHECK(kernel, LADLE_ERROR_UNSUPPORTED, "input type %d with output type %d", d[0].in_type, d[0].out_type);
   {
     conv_plan *hp = (conv_plan *)host_params;
-    const size_t at = align16((size_t)n * sizeof *hp);
+    const size_t at = ladle__align16((size_t)n * sizeof *hp);
     float *host_taps = (float *)((char *)host_params + at), *dev_taps = (float *)((char *)dev_params + at);
     int used = 0;
     for (int i = 0; i < n; i++) {

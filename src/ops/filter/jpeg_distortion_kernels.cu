@@ -61,7 +61,6 @@ extern "C" {
 
 namespace {
 
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* One coefficient's quantizer, unpacked (x qval, y recip, z corr, w shift):
  * one 16-byte load; [table][comp][natural index]. */
@@ -303,7 +302,7 @@ unsigned grid_for(int64_t count) { return (unsigned)(count < 1 ? 1 : count > 655
 }  // namespace
 
 extern "C" size_t ladle__gpu_jd_param_bytes(int n, int num_tables) {
-  return align16((size_t)n * sizeof(ladle__gpu_jd_desc)) + (size_t)num_tables * JD_TABLE_ENTRIES * sizeof(jd_entry);
+  return ladle__align16((size_t)n * sizeof(ladle__gpu_jd_desc)) + (size_t)num_tables * JD_TABLE_ENTRIES * sizeof(jd_entry);
 }
 
 extern "C" ladle_status ladle__gpu_jpeg_distortion(const ladle__gpu_jd_desc *d, int n, const ladle__jd_tables *tables,
@@ -312,7 +311,7 @@ extern "C" ladle_status ladle__gpu_jpeg_distortion(const ladle__gpu_jd_desc *d, 
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
   int64_t most_pairs = 1, most_rows = 1;
-  const size_t desc_bytes = align16((size_t)n * sizeof *d);
+  const size_t desc_bytes = ladle__align16((size_t)n * sizeof *d);
   jd_entry *packed = (jd_entry *)((char *)host_params + desc_bytes);
   LADLE_CUDA_ENTER();
   LADLE_TRY(ladle__gpu_check_params(n, d, host_params, dev_params, param_bytes,

@@ -397,12 +397,11 @@ __global__ void __launch_bounds__(PLAN_THREADS) plan_kernel(const plan_job *__re
   }
 }
 
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 /* Bytes of the tables of one sample of ow x oh outputs, rows of (at most) tx and ty taps. */
 size_t table_bytes(int ow, int oh, int tx, int ty) {
-  return align16((size_t)ow * sizeof(int32_t)) + align16((size_t)oh * sizeof(int32_t)) +
-         align16((size_t)ow * tx * sizeof(float)) + align16((size_t)oh * ty * sizeof(float));
+  return ladle__align16((size_t)ow * sizeof(int32_t)) + ladle__align16((size_t)oh * sizeof(int32_t)) +
+         ladle__align16((size_t)ow * tx * sizeof(float)) + ladle__align16((size_t)oh * ty * sizeof(float));
 }
 
 size_t sample_table_bytes(const ladle__gpu_resize_desc *d) {
@@ -416,8 +415,8 @@ size_t sample_table_bytes(const ladle__gpu_resize_desc *d) {
 /* The parameter buffer: the samples, the planning jobs (two per sample at
  * most), DALI's filter shapes, the uploaded tables, then the tables the
  * planning kernel writes. */
-size_t jobs_offset(int n) { return align16((size_t)n * sizeof(resample_sample)); }
-size_t shapes_offset(int n) { return jobs_offset(n) + align16((size_t)2 * n * sizeof(plan_job)); }
+size_t jobs_offset(int n) { return ladle__align16((size_t)n * sizeof(resample_sample)); }
+size_t shapes_offset(int n) { return jobs_offset(n) + ladle__align16((size_t)2 * n * sizeof(plan_job)); }
 enum { SHAPE_FLOATS = 512 }; /* room for every filter shape, each padded to 4 floats */
 
 int valid_geom_axis(const ladle__resize_dali_axis *a, int in_size) {
@@ -489,7 +488,7 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       const float *src = ladle__resize_dali_table(t, &shape_num[t]);
       memcpy(hbase + off, src, (size_t)(shape_num[t] + 1) * sizeof(float));
       dshape[t] = (const float *)(dbase + off);
-      off += align16((size_t)(shape_num[t] + 1) * sizeof(float));
+      off += ladle__align16((size_t)(shape_num[t] + 1) * sizeof(float));
     }
     off = shapes + SHAPE_FLOATS * sizeof(float);
     size_t planned = off;
@@ -557,9 +556,9 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
       const size_t nxw = (size_t)o->rw * o->xtaps * sizeof(float), nyw = (size_t)o->rh * o->ytaps * sizeof(float);
       size_t *at = g ? &planned : &off;
       o->xs = (const int32_t *)(dbase + *at);
-      o->ys = (const int32_t *)(dbase + *at + align16(nxs));
-      o->xw = (const float *)(dbase + *at + align16(nxs) + align16(nys));
-      o->yw = (const float *)(dbase + *at + align16(nxs) + align16(nys) + align16(nxw));
+      o->ys = (const int32_t *)(dbase + *at + ladle__align16(nxs));
+      o->xw = (const float *)(dbase + *at + ladle__align16(nxs) + ladle__align16(nys));
+      o->yw = (const float *)(dbase + *at + ladle__align16(nxs) + ladle__align16(nys) + ladle__align16(nxw));
       if (g) {
         for (int axis = 0; axis < 2; axis++) {
           plan_job *j = &hj[njobs++];
@@ -572,11 +571,11 @@ extern "C" ladle_status ladle__gpu_resample(const ladle__gpu_resize_desc *d, con
         }
       } else {
         memcpy(hbase + off, q->ax->start, nxs);
-        memcpy(hbase + off + align16(nxs), q->ay->start, nys);
-        memcpy(hbase + off + align16(nxs) + align16(nys), q->ax->weights, nxw);
-        memcpy(hbase + off + align16(nxs) + align16(nys) + align16(nxw), q->ay->weights, nyw);
+        memcpy(hbase + off + ladle__align16(nxs), q->ay->start, nys);
+        memcpy(hbase + off + ladle__align16(nxs) + ladle__align16(nys), q->ax->weights, nxw);
+        memcpy(hbase + off + ladle__align16(nxs) + ladle__align16(nys) + ladle__align16(nxw), q->ay->weights, nyw);
       }
-      *at += align16(nxs) + align16(nys) + align16(nxw) + align16(nyw);
+      *at += ladle__align16(nxs) + ladle__align16(nys) + ladle__align16(nxw) + ladle__align16(nyw);
     }
     if ((max_h + TILE_H - 1) / TILE_H > 65535 || (max_w + TILE_W - 1) / TILE_W > 65535) {
       st = ladle__set_error(LADLE_ERROR_INVALID_ARGUMENT, func, "an output of %d rows is too tall", max_h);

@@ -30,8 +30,7 @@ struct math_params {
 };
 
 size_t param_bytes(int n) {
-  size_t b = offsetof(math_params, s) + (size_t)(n > 0 ? n : 0) * sizeof(ladle__math_sample);
-  return (b + 15) & ~(size_t)15;
+  return ladle__align16(offsetof(math_params, s) + (size_t)(n > 0 ? n : 0) * sizeof(ladle__math_sample));
 }
 
 /* The general loop over one sample, in a grid-stride loop of the blocks of

@@ -15,6 +15,7 @@
 
 #include <string.h>
 
+#include "ops/kernels/gpu_kernels.h"
 #include "ops/random/random_kernel.h"
 
 extern "C" {
@@ -23,8 +24,6 @@ extern "C" {
 #include "cuda/runtime.h"
 
 namespace {
-
-size_t align16(size_t n) { return (n + 15) & ~(size_t)15; }
 
 constexpr int kThreads = 256;
 /* Substreams per thread of rand_fast: the sample's parameters are loaded
@@ -131,7 +130,7 @@ fast_kernel fast_kernel_for(int kind, int out_dtype, int in_dtype) {
 }  // namespace
 
 extern "C" size_t ladle__gpu_rand_param_bytes(int n, int table_len) {
-  return align16((size_t)n * sizeof(ladle__rand_sample)) + (size_t)(table_len > 0 ? table_len : 0) * sizeof(double);
+  return ladle__align16((size_t)n * sizeof(ladle__rand_sample)) + (size_t)(table_len > 0 ? table_len : 0) * sizeof(double);
 }
 
 extern "C" ladle_status ladle__gpu_rand(const ladle__rand_sample *d, int n, int kind, const double *table,
@@ -139,7 +138,7 @@ extern "C" ladle_status ladle__gpu_rand(const ladle__rand_sample *d, int n, int 
                                         void *dev_params, size_t param_bytes, void *stream) {
   ladle_status st = LADLE_OK;
   cudaStream_t s = ladle__cuda_stream(stream);
-  size_t need = ladle__gpu_rand_param_bytes(n, table_len), table_at = align16((size_t)n * sizeof(ladle__rand_sample));
+  size_t need = ladle__gpu_rand_param_bytes(n, table_len), table_at = ladle__align16((size_t)n * sizeof(ladle__rand_sample));
   int64_t max_groups = 1;
   int group_ok = 1; /* every sample has group 1 (or the kind is salt and pepper) */
   fast_kernel fast = fast_kernel_for(kind, (int)out_dtype, (int)in_dtype);
