@@ -45,7 +45,7 @@ static void make_batch(batch *b, int n, const int *h, const int *w, const int *q
   size_t plane_bytes = 0;
   for (int i = 0; i < n; i++)
     if (h[i] > 0 && w[i] > 0) plane_bytes += jd_plane_bytes(h[i], w[i]);
-  CUDA_OK(cudaMalloc((void **)&b->planes, plane_bytes + 1));
+  b->planes = test_device_alloc(plane_bytes + 1);
   uint8_t *planes = b->planes;
   for (int i = 0; i < n; i++) {
     size_t bytes = (size_t)h[i] * (size_t)w[i] * 3;
@@ -55,13 +55,11 @@ static void make_batch(batch *b, int n, const int *h, const int *w, const int *q
     b->quality[i] = q[i];
     ladle__gpu_jd_desc *d = &b->d[i];
     *d = (ladle__gpu_jd_desc){.h = h[i], .w = w[i], .table = table_of[q[i]], .planes = planes};
-    CUDA_OK(cudaMalloc((void **)&d->in, bytes + 1));
-    CUDA_OK(cudaMalloc((void **)&d->out, bytes + 1));
-    CUDA_OK(cudaMemcpy((void *)d->in, b->host_in[i], bytes, cudaMemcpyHostToDevice));
+    d->in = test_device_alloc(bytes + 1);
+    d->out = test_device_alloc(bytes + 1);
+    test_upload((void *)d->in, b->host_in[i], bytes); /* synchronized: the stream does not wait for the copy */
     if (h[i] > 0 && w[i] > 0) planes += jd_plane_bytes(h[i], w[i]);
   }
-  /* cudaMemcpy from pageable memory may still run on the legacy stream, which the non-blocking stream does not wait for */
-  CUDA_OK(cudaDeviceSynchronize());
 }
 
 static void free_batch(batch *b) {
@@ -74,14 +72,19 @@ static ladle_status launch(const void *ctx, void *host, void *dev, size_t bytes)
   return ladle__gpu_jpeg_distortion(b->d, b->n, b->tables, b->num_tables, host, dev, bytes, stream);
 }
 
+/* The batch's parameter buffers (pinned and device); returns their size. */
+static size_t alloc_params(const batch *b, void **host, void **dev) {
+  size_t bytes = ladle__gpu_jd_param_bytes(b->n, b->num_tables);
+  *host = test_pinned_alloc(bytes);
+  *dev = test_device_alloc(bytes);
+  return bytes;
+}
+
 /* Runs the batch on the GPU and compares each sample with libjpeg's round trip; returns the differing samples. */
 static int run_batch(batch *b) {
-  size_t bytes = ladle__gpu_jd_param_bytes(b->n, b->num_tables);
   void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  size_t bytes = alloc_params(b, &host, &dev);
   CHECK_OK(launch(b, host, dev, bytes));
-  CUDA_OK(cudaStreamSynchronize((cudaStream_t)stream));
   int bad = 0;
   for (int i = 0; i < b->n; i++) {
     const int h = b->d[i].h, w = b->d[i].w;
@@ -90,7 +93,7 @@ static int run_batch(batch *b) {
     uint8_t *cpu = malloc(n), *gpu = malloc(n);
     char message[JD_MESSAGE_MAX] = "";
     CHECK_OK(ladle__jpeg_roundtrip(b->host_in[i], h, w, b->quality[i], "test", cpu, message));
-    CUDA_OK(cudaMemcpy(gpu, b->d[i].out, n, cudaMemcpyDeviceToHost));
+    test_download(gpu, b->d[i].out, n, stream);
     size_t diff = 0;
     for (size_t k = 0; k < n; k++) diff += cpu[k] != gpu[k];
     if (diff) {
@@ -141,10 +144,8 @@ static void test_misaligned_planes(void) {
   make_batch(b, 1, h, w, q);
   uint8_t *planes = b->d[0].planes;
   b->d[0].planes = planes + 1;
-  size_t bytes = ladle__gpu_jd_param_bytes(b->n, b->num_tables);
   void *host = NULL, *dev = NULL;
-  CUDA_OK(cudaMallocHost(&host, bytes));
-  CUDA_OK(cudaMalloc(&dev, bytes));
+  size_t bytes = alloc_params(b, &host, &dev);
   CHECK(launch(b, host, dev, bytes) == LADLE_ERROR_INVALID_ARGUMENT);
   b->d[0].planes = planes;
   cudaFreeHost(host), cudaFree(dev);
