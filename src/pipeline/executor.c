@@ -845,6 +845,14 @@ static void *device_main(void *arg) {
   return NULL;
 }
 
+static int env_is(const char *name, const char *value) {
+  const char *v = getenv(name);
+  return v && strcmp(v, value) == 0;
+}
+
+/* LADLE_EXECUTOR_STAGES=1: one thread runs every node. */
+static int one_stage(void) { return env_is("LADLE_EXECUTOR_STAGES", "1"); }
+
 /* The executor's order (p->order, node indices): with a GPU or mixed node,
  * the CPU nodes that read nothing such a node makes come first, so that they
  * run in the host stage (the random draws and box arithmetic that follow the
@@ -854,9 +862,8 @@ static void *device_main(void *arg) {
  * deferred nodes, CPU nodes computed in another's turn (fused, merged), a
  * forced split, one stage, or LADLE_EXECUTOR_HOIST=0 (for A/B runs). */
 static int hoists(const ladle_pipeline *p) {
-  const char *hoist = getenv("LADLE_EXECUTOR_HOIST"), *stages = getenv("LADLE_EXECUTOR_STAGES"),
-             *forced = getenv("LADLE_EXECUTOR_SPLIT");
-  if ((hoist && strcmp(hoist, "0") == 0) || (stages && strcmp(stages, "1") == 0) || (forced && forced[0])) return 0;
+  const char *forced = getenv("LADLE_EXECUTOR_SPLIT");
+  if (env_is("LADLE_EXECUTOR_HOIST", "0") || one_stage() || (forced && forced[0])) return 0;
   for (int i = 0; i < p->num_nodes; i++) {
     const ladle__node *n = p->nodes[i];
     int joined = n->fused_into || n->fused_from || n->merged; /* computed in another node's turn */
@@ -896,8 +903,7 @@ static ladle_status stage_split(const ladle_pipeline *p, int *out) {
   ladle_status st = LADLE_OK;
   int n = p->num_nodes, split = n;
   *out = n;
-  const char *stages = getenv("LADLE_EXECUTOR_STAGES");
-  if (stages && strcmp(stages, "1") == 0) return LADLE_OK;
+  if (one_stage()) return LADLE_OK;
   for (int i = 0; i < n && split == n; i++)
     if (at(p, i)->device != LADLE_ON_CPU && !(at(p, i)->def->schema.flags & LADLE_OP_EXTERNAL)) split = i;
   const char *forced = getenv("LADLE_EXECUTOR_SPLIT");
