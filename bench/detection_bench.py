@@ -63,6 +63,21 @@ LOADERS = {  # name: train.py's --data-backend
     "dali-mixed-pipe": "dali",
 }
 NAME_OPTIONS = {"hw": "--hw-decoder-load", "bal": "--decoder-balance"}
+def split_name(name):
+    """ "ladle-mixed@bal=adaptive" -> ("ladle-mixed", ["--decoder-balance", "adaptive"]): the loader and the
+    train.py options its name sets; ValueError for an unknown loader or option."""
+    base, *options = name.split("@")
+    argv = []
+    for opt in options:
+        key, _, value = opt.partition("=")
+        if key not in NAME_OPTIONS or not value or "-mixed" not in base:  # only mixed decoders have these
+            raise ValueError(name)
+        argv += [NAME_OPTIONS[key], value]
+    if base not in LOADERS:
+        raise ValueError(name)
+    return base, argv
+
+
 DEFAULT_LOADERS = ("ladle-mixed", "ladle-cpu", "dali-mixed", "dali-cpu", "tv-dataloader")
 TRAIN_SOURCES = ("synthetic", "ladle", "ladle-cpu", "dali", "pytorch")
 
@@ -93,13 +108,10 @@ class PipelineAlone:
 def make(train, torch, name, spec):
     """(loader, description, dev) of one loader, or Unavailable."""
     cuda = torch.cuda.is_available()
-    name, *options = name.split("@")
+    name, options = split_name(name)  # "@hw=0.9", "@bal=adaptive": the mixed decoder's arguments
     backend = LOADERS[name]
     argv = [spec["data"], "-b", str(spec["batch_size"]), "-j", str(spec["threads"]), "--image-size",
-            str(spec["image_size"]), "--data-backend", backend, "--seed", "0"]
-    for opt in options:  # "@hw=0.9", "@bal=adaptive": the mixed decoder's arguments (train.py's options)
-        key, _, value = opt.partition("=")
-        argv += [NAME_OPTIONS[key], value]
+            str(spec["image_size"]), "--data-backend", backend, "--seed", "0"] + options
     if not cuda:
         argv.append("--cpu")
     if spec.get("encode_boxes"):
@@ -174,7 +186,7 @@ def measure(spec):
     ips = spread(rates)
     busy = cpu_total / wall_total if wall_total else None
     executor = stats_between(stats0, executor_statistics(loader), wall_total)
-    return {"loader": name, "backend": LOADERS[name.split("@")[0]], "description": desc, "batch_size": batch,
+    return {"loader": name, "backend": LOADERS[split_name(name)[0]], "description": desc, "batch_size": batch,
             "threads": spec["threads"], "image_size": spec["image_size"], "first_batch_s": round(first, 3),
             "images_per_pass": n_batches * batch, "passes": len(rates), "images_per_s": ips,
             "cores_busy": round(busy, 2) if busy is not None else None,
@@ -349,11 +361,11 @@ def parent_main(args):
         common.write_json(path, report)
 
     for name in [x.strip() for x in args.loaders.split(",") if x.strip()]:
-        base, *options = name.split("@")
-        known = all(o.partition("=")[0] in NAME_OPTIONS and o.partition("=")[2] for o in options)
-        if base not in LOADERS or not known or (options and "-mixed" not in base):
+        try:
+            split_name(name)
+        except ValueError:
             raise SystemExit(f"unknown loader {name}; choose from {', '.join(LOADERS)} (a mixed one may end with "
-                             "@hw=X and, for ladle, @bal=adaptive)")
+                             "@hw=X and, for ladle, @bal=adaptive)") from None
         if deadline.passed():
             report["results"][name] = {"skipped": "time budget spent"}
             continue
