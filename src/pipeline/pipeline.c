@@ -646,11 +646,11 @@ ladle_status ladle_pipeline_feed_seed(ladle_pipeline *p, uint64_t seed) {
   LADLE_TRY(ladle_pipeline_build(p));
   int limit = p->seeds_cap;
   pthread_mutex_lock(&p->lock);
-  if (p->seeds_count >= limit) {
+  int waiting = p->seeds_count; /* read under the lock: the executor takes seeds concurrently */
+  if (waiting >= limit) {
     pthread_mutex_unlock(&p->lock);
     return LADLE_FAIL(LADLE_ERROR_LIMIT, "%d fed seeds wait already (at most (prefetch_queue_depth + %d) x fed_seeds "
-                      "= %d): call run() to consume them before feeding more", p->seeds_count, LADLE__FEED_MARGIN,
-                      limit);
+                      "= %d): call run() to consume them before feeding more", waiting, LADLE__FEED_MARGIN, limit);
   }
   p->seeds[(p->seeds_head + p->seeds_count++) % limit] = seed;
   pthread_cond_broadcast(&p->space);
