@@ -41,6 +41,18 @@ struct ladle_thread_pool {
   pid_t pid; /* the process that started the workers: a forked child has none of them */
 };
 
+/* Under the pool's lock: the job's next item; a job whose last item is
+ * claimed leaves the queue (its owner may claim it from the middle). */
+static int claim(ladle_thread_pool *pool, job *j) {
+  int item = j->next++;
+  if (j->next == j->n) {
+    job **q = &pool->jobs;
+    while (*q != j) q = &(*q)->next_job;
+    *q = j->next_job;
+  }
+  return item;
+}
+
 static void *worker_main(void *p) {
   worker_arg *arg = p;
   ladle_thread_pool *pool = arg->pool;
@@ -61,8 +73,7 @@ static void *worker_main(void *p) {
     while (!pool->jobs && !pool->stop) pthread_cond_wait(&pool->work, &pool->lock);
     if (pool->stop) break;
     job *j = pool->jobs;
-    int item = j->next++;
-    if (j->next == j->n) pool->jobs = j->next_job;
+    int item = claim(pool, j);
     pthread_mutex_unlock(&pool->lock);
     j->fn(j->ctx, item, arg->index);
     pthread_mutex_lock(&pool->lock);
@@ -146,6 +157,16 @@ void ladle__parallel_start(ladle_thread_pool *pool, job *j, int n, ladle__item_f
 void ladle__parallel_wait(ladle_thread_pool *pool, job *j) {
   if (j->n <= 0) return;
   pthread_mutex_lock(&pool->lock);
+  /* Items no worker has claimed yet run here, as worker num_threads: a job of
+   * microsecond items (a coin flip per sample) then never waits behind
+   * another thread's millisecond ones (decodes) for a free worker. */
+  while (j->next < j->n) {
+    int item = claim(pool, j);
+    pthread_mutex_unlock(&pool->lock);
+    j->fn(j->ctx, item, pool->num_threads);
+    pthread_mutex_lock(&pool->lock);
+    j->done++; /* only this thread waits for this job */
+  }
   while (j->done < j->n) pthread_cond_wait(&pool->done, &pool->lock);
   pthread_mutex_unlock(&pool->lock);
 }

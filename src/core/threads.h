@@ -4,8 +4,12 @@
 
 #include "ladle/ladle.h"
 
-/* Called once per item; `worker` is the index (0 .. num_threads-1) of the
- * worker running it, stable for the pool's life, for per-worker scratch. */
+/* Called once per item; `worker` is the index of the thread running it, for
+ * per-worker scratch: 0 .. num_threads-1 for the pool's workers, num_threads
+ * for the thread waiting in ladle__parallel_wait, which runs the items of its
+ * job that no worker has claimed yet. So per-worker state has num_threads + 1
+ * entries, and state shared by the jobs of several threads at once must not
+ * be indexed by `worker` alone (each waiting thread is num_threads). */
 typedef void (*ladle__item_fn)(void *ctx, int item, int worker);
 
 /* A loop in flight; the caller owns its storage until ladle__parallel_wait
@@ -20,7 +24,7 @@ typedef struct ladle__job {
 /* Queues fn(ctx, i, worker) for i in [0, n) and returns at once, so the
  * caller can do other work (queue GPU decodes) while the workers run. */
 void ladle__parallel_start(ladle_thread_pool *pool, ladle__job *job, int n, ladle__item_fn fn, void *ctx);
-/* Returns when every item of the job has run. */
+/* Returns when every item of the job has run; runs the unclaimed ones itself. */
 void ladle__parallel_wait(ladle_thread_pool *pool, ladle__job *job);
 
 /* Runs fn(ctx, i, worker) for i in [0, n) on the pool and returns when every

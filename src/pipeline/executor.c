@@ -1004,6 +1004,12 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
       p->setup_copy = *first;
       p->setup_copy.config = &p->config; /* the host stage's */
       p->setup_copy.active = NULL;
+      /* Scratch of its own: its setup pass and the node's run pass may run at once, the host and the device
+       * thread each running items as the same waiting worker (core/threads.h). */
+      p->setup_copy.scratch = NULL;
+      p->setup_copy.scratch_size = NULL;
+      LADLE_ALLOC(p->setup_copy.scratch, p->config.num_workers);
+      LADLE_ALLOC(p->setup_copy.scratch_size, p->config.num_workers);
     }
   }
   p->num_iters = staged ? 3 : 1;
@@ -1035,6 +1041,13 @@ void ladle__executor_stop(ladle_pipeline *p) {
   }
   ladle__demand_fini(p);
   p->handoff = NULL;
+  if (p->setup_ahead) {
+    for (int w = 0; p->setup_copy.scratch && w < p->config.num_workers; w++) free(p->setup_copy.scratch[w]);
+    free(p->setup_copy.scratch);
+    free(p->setup_copy.scratch_size);
+    p->setup_copy.scratch = NULL;
+    p->setup_copy.scratch_size = NULL;
+  }
   for (int i = 0; p->iters && i < p->num_iters; i++) iter_free(p, &p->iters[i]);
   free(p->iters);
   p->iters = NULL;

@@ -55,7 +55,7 @@ ladle_status ladle_pipeline_create(const ladle_pipeline_params *params, ladle_pi
   p->config.device_id = params->device_id;
   p->config.seed = params->seed;
   p->config.max_pixels = params->max_pixels;
-  p->config.num_workers = ladle_thread_pool_num_threads(p->pool);
+  p->config.num_workers = ladle_thread_pool_num_threads(p->pool) + 1; /* and a waiting stage thread (core/threads.h) */
   if (params->fed_seeds) {
     p->seeds_cap = (params->prefetch_queue_depth + LADLE__FEED_MARGIN) * params->fed_seeds;
     LADLE_ALLOC(p->seeds, p->seeds_cap);

@@ -1,7 +1,9 @@
 /* Core: status table, errors, the RNG, memory pools, the thread pool, batches. */
+#include <limits.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "core/batch.h"
 #include "core/error.h"
@@ -169,7 +171,7 @@ static void test_thread_pool(void) {
   int all = 1;
   for (int i = 0; i < 1000; i++) all &= atomic_load(&ctx.hits[i]) == 20;
   CHECK(all);
-  CHECK(atomic_load(&ctx.max_worker) <= 2);
+  CHECK(atomic_load(&ctx.max_worker) <= 3); /* the workers 0-2, and 3: this thread, waiting */
   ladle_thread_pool_destroy(pool);
   ladle_thread_pool_destroy(NULL);
 
@@ -179,17 +181,53 @@ static void test_thread_pool(void) {
   CHECK(ladle__parse_cpu_list("3-1", list, 16) == -1);
 }
 
+typedef struct {
+  atomic_int release; /* the blocking item returns once this is set */
+  atomic_int blocked; /* it has started */
+  atomic_int ran[64]; /* the worker index each quick item ran as, + 1 */
+} caller_ctx;
+
+static void block_item(void *p, int item, int worker) {
+  caller_ctx *ctx = p;
+  atomic_store(&ctx->blocked, 1);
+  for (int i = 0; i < 5000 && !atomic_load(&ctx->release); i++) usleep(1000); /* 5 s at most: never hangs */
+}
+
+static void quick_item(void *p, int item, int worker) { atomic_store(&((caller_ctx *)p)->ran[item], worker + 1); }
+
+/* A job whose items no worker is free to take is run by the thread waiting
+ * for it, as worker num_threads: with the pool's one worker blocked in
+ * another job's item, a loop of 64 still completes, before that item. */
+static void test_waiting_thread_runs_its_items(void) {
+  ladle_thread_pool *pool = NULL;
+  CHECK_OK(ladle_thread_pool_create(1, NULL, 0, &pool));
+  static caller_ctx ctx;
+  ladle__job slow;
+  ladle__parallel_start(pool, &slow, 1, block_item, &ctx);
+  while (!atomic_load(&ctx.blocked)) usleep(100);
+  ladle__parallel_for(pool, 64, quick_item, &ctx);
+  int all = 1;
+  for (int i = 0; i < 64; i++) all &= atomic_load(&ctx.ran[i]) == 2; /* worker index 1 = num_threads */
+  CHECK(all);
+  CHECK(!atomic_load(&ctx.release)); /* the blocking item had not been let go */
+  atomic_store(&ctx.release, 1);
+  ladle__parallel_wait(pool, &slow);
+  ladle_thread_pool_destroy(pool);
+}
+
 #ifdef __linux__
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 static void record_nice(void *ctx, int item, int worker) {
-  ((int *)ctx)[item] = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
+  atomic_store(&((atomic_int *)ctx)[item], getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid)));
 }
 
 /* Workers run 10 nice levels below their creator (capped at 19), or as
- * LADLE_WORKER_NICE says. */
+ * LADLE_WORKER_NICE says. The loop is left to the workers (this thread
+ * waits only once every item has run: the items it would run itself run at
+ * its own priority). */
 static void test_worker_priority(void) {
   int base = getpriority(PRIO_PROCESS, (id_t)syscall(SYS_gettid));
   const char *cases[3] = {NULL, "0", "3"};
@@ -199,10 +237,15 @@ static void test_worker_priority(void) {
     else unsetenv("LADLE_WORKER_NICE");
     ladle_thread_pool *pool = NULL;
     CHECK_OK(ladle_thread_pool_create(2, NULL, 0, &pool));
-    int seen[64];
-    ladle__parallel_for(pool, 64, record_nice, seen);
+    atomic_int seen[64];
+    for (int i = 0; i < 64; i++) atomic_store(&seen[i], INT_MIN);
+    ladle__job job;
+    ladle__parallel_start(pool, &job, 64, record_nice, seen);
+    for (int i = 0; i < 64; i++)
+      while (atomic_load(&seen[i]) == INT_MIN) usleep(100);
+    ladle__parallel_wait(pool, &job);
     int want = base + offsets[c] > 19 ? 19 : base + offsets[c], all = 1;
-    for (int i = 0; i < 64; i++) all &= seen[i] == want;
+    for (int i = 0; i < 64; i++) all &= atomic_load(&seen[i]) == want;
     CHECK(all);
     ladle_thread_pool_destroy(pool);
   }
@@ -297,6 +340,7 @@ int main(void) {
   RUN(test_pool_reuse);
   RUN(test_pool_bounds);
   RUN(test_thread_pool);
+  RUN(test_waiting_thread_runs_its_items);
 #ifdef __linux__
   RUN(test_worker_priority);
 #endif
