@@ -7,6 +7,7 @@
 #include <ctype.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 #ifdef __linux__
@@ -36,6 +37,7 @@ struct ladle_thread_pool {
   int stop;
   int num_threads;
   int nice; /* added to the workers' scheduling niceness */
+  int waiter_runs; /* a waiting thread runs its job's unclaimed items (LADLE_POOL_WAITER_RUNS=0: it only waits, for A/B) */
   pthread_t *threads;
   worker_arg *args;
   pid_t pid; /* the process that started the workers: a forked child has none of them */
@@ -103,6 +105,8 @@ ladle_status ladle_thread_pool_create(int num_threads, const int *cpus, int num_
    * ResNet-18 trained 15% faster with 12 workers at +10 (README.md, "Measured"). */
   const char *nice = getenv("LADLE_WORKER_NICE");
   pool->nice = nice ? atoi(nice) : DEFAULT_WORKER_NICE;
+  const char *waiter = getenv("LADLE_POOL_WAITER_RUNS");
+  pool->waiter_runs = !(waiter && strcmp(waiter, "0") == 0);
   for (int i = 0; i < num_threads; i++) {
     pool->args[i] = (worker_arg){pool, i, cpus ? cpus[i % num_cpus] : -1};
     if (pthread_create(&pool->threads[i], NULL, worker_main, &pool->args[i]) != 0) {
@@ -160,7 +164,7 @@ void ladle__parallel_wait(ladle_thread_pool *pool, job *j) {
   /* Items no worker has claimed yet run here, as worker num_threads: a job of
    * microsecond items (a coin flip per sample) then never waits behind
    * another thread's millisecond ones (decodes) for a free worker. */
-  while (j->next < j->n) {
+  while (pool->waiter_runs && j->next < j->n) {
     int item = claim(pool, j);
     pthread_mutex_unlock(&pool->lock);
     j->fn(j->ctx, item, pool->num_threads);

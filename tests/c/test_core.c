@@ -1,6 +1,7 @@
 /* Core: status table, errors, the RNG, memory pools, the thread pool, batches. */
 #include <limits.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <unistd.h>
@@ -195,24 +196,41 @@ static void block_item(void *p, int item, int worker) {
 
 static void quick_item(void *p, int item, int worker) { atomic_store(&((caller_ctx *)p)->ran[item], worker + 1); }
 
+static void *release_later(void *p) {
+  usleep(20000);
+  atomic_store(&((caller_ctx *)p)->release, 1);
+  return NULL;
+}
+
 /* A job whose items no worker is free to take is run by the thread waiting
  * for it, as worker num_threads: with the pool's one worker blocked in
- * another job's item, a loop of 64 still completes, before that item. */
+ * another job's item, a loop of 64 still completes, before that item.
+ * LADLE_POOL_WAITER_RUNS=0 (the A/B knob): the waiting thread only waits, and
+ * the worker runs them once let go. */
 static void test_waiting_thread_runs_its_items(void) {
-  ladle_thread_pool *pool = NULL;
-  CHECK_OK(ladle_thread_pool_create(1, NULL, 0, &pool));
-  static caller_ctx ctx;
-  ladle__job slow;
-  ladle__parallel_start(pool, &slow, 1, block_item, &ctx);
-  while (!atomic_load(&ctx.blocked)) usleep(100);
-  ladle__parallel_for(pool, 64, quick_item, &ctx);
-  int all = 1;
-  for (int i = 0; i < 64; i++) all &= atomic_load(&ctx.ran[i]) == 2; /* worker index 1 = num_threads */
-  CHECK(all);
-  CHECK(!atomic_load(&ctx.release)); /* the blocking item had not been let go */
-  atomic_store(&ctx.release, 1);
-  ladle__parallel_wait(pool, &slow);
-  ladle_thread_pool_destroy(pool);
+  for (int knob = 0; knob < 2; knob++) {
+    if (knob) setenv("LADLE_POOL_WAITER_RUNS", "0", 1);
+    else unsetenv("LADLE_POOL_WAITER_RUNS");
+    ladle_thread_pool *pool = NULL;
+    CHECK_OK(ladle_thread_pool_create(1, NULL, 0, &pool));
+    static caller_ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ladle__job slow;
+    ladle__parallel_start(pool, &slow, 1, block_item, &ctx);
+    while (!atomic_load(&ctx.blocked)) usleep(100);
+    pthread_t releaser;
+    if (knob) CHECK(pthread_create(&releaser, NULL, release_later, &ctx) == 0);
+    ladle__parallel_for(pool, 64, quick_item, &ctx);
+    int all = 1;
+    for (int i = 0; i < 64; i++) all &= atomic_load(&ctx.ran[i]) == (knob ? 1 : 2); /* worker 0, or 1 = num_threads */
+    CHECK(all);
+    CHECK(atomic_load(&ctx.release) == knob); /* without the knob the blocking item had not been let go */
+    if (knob) pthread_join(releaser, NULL);
+    atomic_store(&ctx.release, 1);
+    ladle__parallel_wait(pool, &slow);
+    ladle_thread_pool_destroy(pool);
+  }
+  unsetenv("LADLE_POOL_WAITER_RUNS");
 }
 
 #ifdef __linux__
