@@ -288,6 +288,9 @@ typedef struct ladle_arg_schema {
   int adds_outputs;          /* > 0: a bool argument that, when true, adds this many outputs after the
                                 operator's num_outputs and those added by earlier arguments (readers.coco's
                                 polygon_masks, image_ids) */
+  const char *deprecated_name; /* DALI's earlier name for this argument (crop_mirror_normalize's output_dtype
+                                  for dtype), still taken by add_op; Python warns (DeprecationWarning), as DALI
+                                  does. NULL: none */
 } ladle_arg_schema;
 
 /* What an operator is, as bits (ladle_op_schema.flags). */
@@ -354,6 +357,8 @@ LADLE_API const ladle_arg_schema *ladle_op_common_args(int *count);
  */
 LADLE_API int ladle_op_alias_count(void);
 LADLE_API const char *ladle_op_alias_get(int i, const char **target);
+/** 1 when `name` is the argument's name or its deprecated_name. */
+LADLE_API int ladle_arg_is_named(const ladle_arg_schema *arg, const char *name);
 
 /* ------------------------------------------------------------------------ */
 /* Thread pools                                                               */

@@ -52,7 +52,8 @@ def render():
              "Made by `python -m ladle._argtable` from the operator schemas (do not edit). Status: implemented; "
              "per sample (may also be a DataNode); accepted, no effect (cannot change results here: the doc says "
              "why); implemented (Python): handled by the operator's Python function (fn.external_source, "
-             "fn.python_function); accepted, ignored with a warning; refused (DALI 2.4 has it, ladle rejects it with "
+             "fn.python_function); accepted, ignored with a warning; deprecated name (DALI's old name of another argument, "
+             "taken with a DeprecationWarning); refused (DALI 2.4 has it, ladle rejects it with "
              "an error naming it).", "",
              "Every operator also takes: " + ", ".join(
                  f"`{n}` ({_status(a)})" for n, a in sorted(common.items())) + ".", ""]
@@ -69,6 +70,9 @@ def render():
         python_args = getattr(wrapper, "python_args", {})
         lines += [f"## fn.{name}", "", "| argument | status | doc |", "|---|---|---|"]
         rows = [(n, _status(a), a["doc"]) for n, a in ours.items()]
+        rows += [(a["deprecated_name"], "deprecated name", f"DALI's old name of `{n}`, taken with a DeprecationWarning.")
+                 for n, a in ours.items() if a.get("deprecated_name")]
+        ours = dict(ours, **{a["deprecated_name"]: a for a in list(ours.values()) if a.get("deprecated_name")})
         rows += [(n, "implemented (Python)" if d else "accepted, ignored with a warning", d or "Has no use here.")
                  for n, d in python_args.items() if n not in ours]
         for arg_name, status, doc in sorted(rows):

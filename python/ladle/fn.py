@@ -23,7 +23,7 @@ import numpy as np
 
 from . import _ladle
 from . import types
-from .pipeline import DataNode, Pipeline, _check_node, _infer_type, _Source, op_schemas
+from .pipeline import DataNode, Pipeline, _check_node, _infer_type, _Source, arg_specs, op_schemas, renamed_args
 
 # Argument type numbers (ladle_arg_type).
 _INT, _FLOAT, _BOOL, _STRING, _INTS, _FLOATS, _STRINGS, _DTYPE = range(8)
@@ -81,7 +81,7 @@ def _shard_from_environment(public, kwargs):
 def _make_operator(schema, public=None):
     op_name = schema["name"]
     public = public or "fn." + op_name
-    specs = dict(_COMMON_ARGS, **{a["name"]: a for a in schema["args"]})
+    specs = dict(_COMMON_ARGS, **arg_specs(schema))
     devices = schema["devices"]
     min_inputs, max_inputs = schema["min_inputs"], schema["max_inputs"]
     num_outputs = schema["num_outputs"]
@@ -120,6 +120,7 @@ def _make_operator(schema, public=None):
                 f"{public}: device={device!r} cannot take inputs in GPU memory; use device='gpu'"
             )
 
+        kwargs = renamed_args(public, specs, kwargs)
         if shardable:
             kwargs = _shard_from_environment(public, kwargs)
         # The library judges names, types, ranges and choices; here values

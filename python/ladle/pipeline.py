@@ -49,6 +49,31 @@ def op_schemas():
     return {s["name"]: s for s in _ladle.op_schemas()}
 
 
+def arg_specs(schema):
+    """{name: argument schema} of an operator's arguments, under their DALI
+    deprecated names too (crop_mirror_normalize's output_dtype: dtype)."""
+    specs = {a["name"]: a for a in schema["args"]}
+    specs.update({a["deprecated_name"]: a for a in schema["args"] if a.get("deprecated_name")})
+    return specs
+
+
+def renamed_args(public, specs, kwargs):
+    """kwargs with arguments given by their deprecated names under their
+    names, each with a DeprecationWarning, as DALI gives."""
+    if not any(key in specs and specs[key]["name"] != key for key in kwargs):
+        return kwargs
+    out = {}
+    for key, value in kwargs.items():
+        name = specs[key]["name"] if key in specs else key
+        if name != key:
+            warnings.warn(f"{public}: argument {key!r} is a deprecated alias for {name!r}; use {name!r} instead",
+                          DeprecationWarning, stacklevel=3)
+        if name in out:
+            raise _ladle.InvalidArgumentError(f"{public}: argument {name!r} given twice (once as {key!r})")
+        out[name] = value
+    return out
+
+
 def _parse_cpu_list(text):
     """ "0,1,4-7" -> [0, 1, 4, 5, 6, 7]. """
     cpus = []

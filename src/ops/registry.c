@@ -54,6 +54,10 @@ const ladle_op_schema *ladle_op_find(const char *name) {
 
 int ladle_op_alias_count(void) { return ALIAS_COUNT; }
 
+int ladle_arg_is_named(const ladle_arg_schema *arg, const char *name) {
+  return strcmp(arg->name, name) == 0 || (arg->deprecated_name && strcmp(arg->deprecated_name, name) == 0);
+}
+
 const char *ladle_op_alias_get(int i, const char **target) {
   if (i < 0 || i >= ALIAS_COUNT) return NULL;
   if (target) *target = aliases[i].target;

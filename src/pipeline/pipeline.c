@@ -355,7 +355,7 @@ static ladle_status add_node(ladle_pipeline *p, const char *op_name, const char 
   }
   for (int i = 0; i < num_args; i++) {
     int a = 0;
-    while (a < schema->num_args && strcmp(schema->args[a].name, args[i].name) != 0) a++;
+    while (a < schema->num_args && !ladle_arg_is_named(&schema->args[a], args[i].name)) a++;
     if (a == schema->num_args && common_arg(args[i].name)) {
       LADLE_TRY(take_common_arg(n, common_arg(args[i].name), &args[i]));
       continue;

@@ -274,12 +274,12 @@ static PyObject *arg_schema_to_dict(const ladle_arg_schema *a) {
   PyObject *choices = strings_to_py(a->choices);
   PyObject *d = NULL;
   if (def && lo && hi && choices)
-    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:i}", "name", a->name, "type",
+    d = Py_BuildValue("{s:s,s:s,s:i,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:O,s:s,s:i,s:z}", "name", a->name, "type",
                       ladle_arg_type_name(a->type), "type_id", (int)a->type, "required", a->required ? Py_True : Py_False,
                       "has_default", has_default ? Py_True : Py_False, "default", def, "per_sample",
                       a->per_sample ? Py_True : Py_False, "min", lo, "max", hi, "choices", choices, "no_effect",
                       a->no_effect ? Py_True : Py_False, "doc", a->doc ? a->doc : "", "adds_outputs",
-                      a->adds_outputs);
+                      a->adds_outputs, "deprecated_name", a->deprecated_name);
   Py_XDECREF(def);
   Py_XDECREF(lo);
   Py_XDECREF(hi);
@@ -350,7 +350,7 @@ done:
  * judge of names), so the value only needs some type. */
 static const ladle_arg_schema *find_arg(const ladle_op_schema *op, const char *name) {
   for (int a = 0; a < op->num_args; a++)
-    if (strcmp(op->args[a].name, name) == 0) return &op->args[a];
+    if (ladle_arg_is_named(&op->args[a], name)) return &op->args[a];
   int count = 0;
   const ladle_arg_schema *common = ladle_op_common_args(&count);
   for (int a = 0; a < count; a++)

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _ladle
 from .. import fn
-from ..pipeline import DataNode, Pipeline, _default_device
+from ..pipeline import DataNode, Pipeline, _default_device, arg_specs, renamed_args
 from ..tensors import TensorList
 from . import _capture, _random
 from ._context import CACHE_SIZE, EvalContext, EvalMode
@@ -392,7 +392,7 @@ class OpInfo:
         self.schema = schema
         self.name = schema["name"]
         self.public = public
-        self.specs = {a["name"]: a for a in schema["args"]}
+        self.specs = arg_specs(schema)
         for key, spec in fn._COMMON_ARGS.items():  # seed and DALI's hints, as fn takes them
             self.specs.setdefault(key, spec)
         self.lo, self.hi = schema["min_inputs"], schema["max_inputs"]
@@ -499,6 +499,7 @@ def call_operator(info, inputs, device=None, batch_size=None, kwargs=None, rng=N
         expected = str(info.lo) if info.lo == info.hi else f"{info.lo} to {info.hi}"
         raise _ladle.InvalidArgumentError(f"{public}: takes {expected} input(s), got {len(inputs)}")
     specs = info.specs
+    kwargs = renamed_args(public, specs, kwargs or {})
     constants, per_sample = {}, {}
     batch_valued = False
     for key, value in (kwargs or {}).items():

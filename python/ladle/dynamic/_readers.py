@@ -4,7 +4,7 @@ time, each built on a Pipeline holding only the reader."""
 import inspect
 
 from .. import _ladle
-from ..pipeline import Pipeline
+from ..pipeline import Pipeline, arg_specs
 from . import _exec
 from ._data import Batch
 
@@ -53,7 +53,7 @@ class Reader:
         public = f"ladle.dynamic.{self._public_name()}"
         # The arguments fn's function takes: the schema's, plus any its Python
         # wrapper adds (fn.readers.tfrecord's features).
-        specs = {a["name"] for a in self._schema["args"]}
+        specs = set(arg_specs(self._schema))
         specs |= {p for p in inspect.signature(_exec._fn_op(self._op_name)).parameters if p not in ("inputs",
                                                                                                    "device", "name")}
         for key in kwargs:

@@ -58,7 +58,7 @@ static const ladle_arg_schema cmn_args[ARG_CMN_COUNT] = {
     [ARG_SCALE] = {LADLE_FLOAT_ARG("scale", 1.0),
         .doc = "Multiplies the normalized value: out = (in - mean) / std * scale + shift."},
     [ARG_SHIFT] = {LADLE_FLOAT_ARG("shift", 0.0), .doc = "Added to the normalized value."},
-    [ARG_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32),
+    [ARG_DTYPE] = {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .deprecated_name = "output_dtype",
         .doc = "Output type, any (FLOAT by default): integers rounded to nearest even and saturated, BOOL is "
                "value != 0, as fn.cast."},
     [ARG_OUTPUT_LAYOUT] = {LADLE_STRING_ARG("output_layout", "CHW"), LADLE_CHOICES("HWC", "CHW"), .doc = "\"CHW\" (planar) or \"HWC\"."},

@@ -9,7 +9,7 @@
 #include "ops/op.h"
 
 /* The arguments both operators share (DALI's WarpAttr), then their own. */
-enum { ARG_SIZE, ARG_FILL_VALUE, ARG_INTERP_TYPE, ARG_DTYPE, ARG_OUTPUT_DTYPE, ARG_COMMON_COUNT };
+enum { ARG_SIZE, ARG_FILL_VALUE, ARG_INTERP_TYPE, ARG_DTYPE, ARG_COMMON_COUNT };
 enum { ARG_MATRIX = ARG_COMMON_COUNT, ARG_INVERSE_MAP, ARG_WARP_COUNT };
 enum { ARG_ANGLE = ARG_COMMON_COUNT, ARG_KEEP_SIZE, ARG_ROTATE_COUNT };
 
@@ -22,10 +22,8 @@ enum { ARG_ANGLE = ARG_COMMON_COUNT, ARG_KEEP_SIZE, ARG_ROTATE_COUNT };
              "the source coordinates are clamped, repeating the border pixels."}, \
   [ARG_INTERP_TYPE] = {LADLE_STRING_ARG("interp_type", "LINEAR"), LADLE_CHOICES("NN", "LINEAR"), \
       .doc = "\"NN\" or \"LINEAR\" (an \"INTERP_\" prefix is accepted); DALI's warps have no other filter."}, \
-  [ARG_DTYPE] = {LADLE_OPTIONAL_ARG("dtype", LADLE_ARG_DTYPE), \
-      .doc = "Output type, UINT8 (rounded half away from zero, saturated) or FLOAT. Default: the input's."}, \
-  [ARG_OUTPUT_DTYPE] = {LADLE_OPTIONAL_ARG("output_dtype", LADLE_ARG_DTYPE), \
-      .doc = "Deprecated name of dtype (DALI's)."}
+  [ARG_DTYPE] = {LADLE_OPTIONAL_ARG("dtype", LADLE_ARG_DTYPE), .deprecated_name = "output_dtype", \
+      .doc = "Output type, UINT8 (rounded half away from zero, saturated) or FLOAT. Default: the input's."}
 
 static const ladle_arg_schema warp_args[ARG_WARP_COUNT] = {
     WARP_COMMON_ARGS,
@@ -73,11 +71,8 @@ static ladle_status warp_common_init(ladle__node *n) {
   if (warp_type(in->dtype) < 0)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED, "the input must be uint8, int16, int32 or float32 images, got %s",
                          ladle_dtype_name(in->dtype));
-  if (ladle__arg_given(n, ARG_DTYPE) && ladle__arg_given(n, ARG_OUTPUT_DTYPE))
-    return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "give 'dtype' or its old name 'output_dtype', not both");
   ladle_dtype out = in->dtype;
   if (ladle__arg_given(n, ARG_DTYPE)) out = (ladle_dtype)ladle__arg_int(n, NULL, ARG_DTYPE);
-  if (ladle__arg_given(n, ARG_OUTPUT_DTYPE)) out = (ladle_dtype)ladle__arg_int(n, NULL, ARG_OUTPUT_DTYPE);
   if (warp_type(out) < 0)
     return LADLE_OP_FAIL(n, LADLE_ERROR_UNSUPPORTED,
                          "argument 'dtype': %s output is not supported (UINT8, INT16, INT32 or FLOAT)",

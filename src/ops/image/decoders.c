@@ -15,7 +15,8 @@
 enum {
   ARG_OUTPUT_TYPE, ARG_ADJUST_ORIENTATION, ARG_HW_DECODER_LOAD, ARG_HYBRID_HUFFMAN_THRESHOLD, ARG_DEVICE_MEMORY_PADDING,
   ARG_HOST_MEMORY_PADDING, ARG_PREALLOCATE_WIDTH_HINT, ARG_PREALLOCATE_HEIGHT_HINT, ARG_USE_FAST_IDCT,
-  ARG_DECODER_BALANCE, ARG_COMMON_COUNT,
+  ARG_DECODER_BALANCE, ARG_AFFINE, ARG_DEVICE_MEMORY_PADDING_JPEG2K, ARG_HOST_MEMORY_PADDING_JPEG2K, ARG_MEMORY_STATS,
+  ARG_SPLIT_STAGES, ARG_USE_CHUNK_ALLOCATOR, ARG_COMMON_COUNT,
   ARG_RANDOM_AREA = ARG_COMMON_COUNT, ARG_RANDOM_ASPECT_RATIO, ARG_NUM_ATTEMPTS, ARG_CROP_COUNT
 };
 enum { /* decoders.image_crop */
@@ -62,7 +63,21 @@ enum { /* decoders.image_slice */
              "taken by the training process, say), and fewer when neither waited (the consumer is slower than " \
              "the loader: the engines alone keep up, and the cores stay free). nvJPEG and the CPU decoder differ " \
              "by a few levels in some pixels, so adaptive outputs depend on timing. The share in use is the " \
-             "counter hw_share_per_mille."}
+             "counter hw_share_per_mille."}, \
+  [ARG_AFFINE] = {LADLE_BOOL_ARG("affine", 1), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts; no effect: ladle's nvJPEG has no thread pool of its own (the CPU share " \
+             "runs on the pipeline's workers, pinned with set_affinity)."}, \
+  [ARG_DEVICE_MEMORY_PADDING_JPEG2K] = {LADLE_INT_ARG("device_memory_padding_jpeg2k", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts; no effect (a memory hint for nvJPEG2000, which ladle does not use)."}, \
+  [ARG_HOST_MEMORY_PADDING_JPEG2K] = {LADLE_INT_ARG("host_memory_padding_jpeg2k", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts; no effect (a memory hint for nvJPEG2000, which ladle does not use)."}, \
+  [ARG_MEMORY_STATS] = {LADLE_BOOL_ARG("memory_stats", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts (deprecated there); no effect: DALI prints its allocator's figures at " \
+             "the end, ladle does not."}, \
+  [ARG_SPLIT_STAGES] = {LADLE_BOOL_ARG("split_stages", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts (deprecated there, with no effect); no effect."}, \
+  [ARG_USE_CHUNK_ALLOCATOR] = {LADLE_BOOL_ARG("use_chunk_allocator", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts (deprecated there, with no effect); no effect."}
 
 static const double default_area[] = {0.08, 1.0};
 static const double default_aspect[] = {3.0 / 4.0, 4.0 / 3.0};

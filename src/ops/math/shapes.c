@@ -4,7 +4,7 @@
 #include "ops/op.h"
 
 static const ladle_arg_schema shapes_args[] = {
-    {LADLE_DTYPE_ARG("dtype", LADLE_INT64), .doc = "The output's element type."},
+    {LADLE_DTYPE_ARG("dtype", LADLE_INT64), .deprecated_name = "type", .doc = "The output's element type."},
 };
 
 static ladle_status shapes_init(ladle__node *n) {

@@ -15,7 +15,7 @@ enum {
   ARG_INCLUDE_ISCROWD, ARG_AVOID_CLASS_REMAPPING,
   /* These add outputs, in this order (DALI's). */
   ARG_POLYGON_MASKS, ARG_MASKS, ARG_PIXELWISE_MASKS, ARG_IMAGE_IDS, ARG_SAVE_IMG_IDS,
-  ARG_SKIP_CACHED_IMAGES, ARG_TENSOR_INIT_BYTES, ARG_SAMPLER, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
+  ARG_HINTS, ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
 static const ladle_arg_schema args[ARG_COUNT] = {
@@ -54,10 +54,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
         .doc = "One more output, last: the image's id (int32 [1])."},
     [ARG_SAVE_IMG_IDS] = {LADLE_BOOL_ARG("save_img_ids", 0), .adds_outputs = 1,
         .doc = "Deprecated alias of image_ids (DALI)."},
-    [ARG_SKIP_CACHED_IMAGES] = {LADLE_BOOL_ARG("skip_cached_images", 0), .no_effect = 1,
-        .doc = "Accepted for DALI scripts; no effect: ladle has no decoder cache, so no image is ever cached."},
-    [ARG_TENSOR_INIT_BYTES] = {LADLE_INT_ARG("tensor_init_bytes", 1048576), .no_effect = 1,
-        .doc = "Accepted for DALI scripts; no effect (a memory hint)."},
+    LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 

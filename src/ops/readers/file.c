@@ -8,8 +8,8 @@
 #include "ops/readers/reader_args.h"
 
 enum {
-  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_SAMPLER,
-  ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
+  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_HINTS,
+  ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
 static const ladle_arg_schema args[ARG_COUNT] = {
@@ -24,6 +24,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_FILE_FILTERS] = {LADLE_OPTIONAL_ARG("file_filters", LADLE_ARG_STRINGS),
         .doc = "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). Default: "
                "*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
+    LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 

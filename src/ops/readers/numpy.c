@@ -29,7 +29,7 @@
 enum {
   ARG_FILE_ROOT, ARG_FILE_FILTER, ARG_FILE_LIST, ARG_FILES, ARG_ROI_START, ARG_REL_ROI_START, ARG_ROI_END,
   ARG_REL_ROI_END, ARG_ROI_SHAPE, ARG_REL_ROI_SHAPE, ARG_ROI_AXES, ARG_POLICY, ARG_FILL_VALUE, ARG_USE_O_DIRECT,
-  ARG_CACHE_HEADER, ARG_REGISTER_BUFFERS, ARG_SKIP_CACHED, ARG_TENSOR_INIT_BYTES, ARG_SAMPLER,
+  ARG_CACHE_HEADER, ARG_REGISTER_BUFFERS, ARG_HINTS, ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT,
   ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
@@ -77,10 +77,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_REGISTER_BUFFERS] = {LADLE_BOOL_ARG("register_buffers", 1), .no_effect = 1,
         .doc = "Accepted for DALI scripts: cuFile buffer registration (GDS), which ladle does not use (DALI "
                "disables it too)."},
-    [ARG_SKIP_CACHED] = {LADLE_BOOL_ARG("skip_cached_images", 0), .no_effect = 1,
-        .doc = "Accepted for DALI scripts: ladle has no decoder cache, so no sample is ever skipped."},
-    [ARG_TENSOR_INIT_BYTES] = {LADLE_INT_ARG("tensor_init_bytes", 1048576), .no_effect = 1,
-        .doc = "Accepted for DALI scripts: an allocation hint; ladle's pools size themselves."},
+    LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 

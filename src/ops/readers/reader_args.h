@@ -44,6 +44,17 @@ enum {
   [(first) + LADLE__SAMPLER_ARG_LAZY_INIT] = {LADLE_BOOL_ARG("lazy_init", 0), \
       .no_effect = 1, .doc = "Accepted for DALI scripts; the listing happens at build."}
 
+/* Two hints of DALI's file-based readers (readers.file, coco, numpy,
+ * tfrecord, webdataset) that cannot change results here, as a block of
+ * LADLE__HINT_ARG_COUNT entries starting at `first`. */
+enum { LADLE__HINT_ARG_SKIP_CACHED_IMAGES, LADLE__HINT_ARG_TENSOR_INIT_BYTES, LADLE__HINT_ARG_COUNT };
+
+#define LADLE__HINT_ARG_SCHEMAS(first) \
+  [(first) + LADLE__HINT_ARG_SKIP_CACHED_IMAGES] = {LADLE_BOOL_ARG("skip_cached_images", 0), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts; no effect: ladle has no decoder cache, so no image is ever cached."}, \
+  [(first) + LADLE__HINT_ARG_TENSOR_INIT_BYTES] = {LADLE_INT_ARG("tensor_init_bytes", 1048576), .no_effect = 1, \
+      .doc = "Accepted for DALI scripts; no effect (a memory hint)."}
+
 /* The sampler parameters a reader's arguments give (the block at `first`),
  * for `num_records` records; batch_size from the pipeline. */
 void ladle__reader_sampler_params(const ladle__node *node, int first, int64_t num_records, ladle__sampler_params *out);

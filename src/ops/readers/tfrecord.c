@@ -11,7 +11,8 @@
 
 enum {
   ARG_PATH, ARG_INDEX_PATH, ARG_FEATURE_NAMES, ARG_FEATURE_TYPES, ARG_FEATURE_SIZES, ARG_FEATURE_DEFAULTS,
-  ARG_FEATURE_HAS_DEFAULT, ARG_SAMPLER, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
+  ARG_FEATURE_HAS_DEFAULT, ARG_HINTS, ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT,
+  ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
 /* One output per feature name (the schema convention of readers.webdataset). */
@@ -45,6 +46,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_FEATURE_HAS_DEFAULT] = {LADLE_OPTIONAL_ARG("feature_has_default", LADLE_ARG_INTS), LADLE_RANGE(0.0, 1.0),
         .doc = "One per feature name: 1 where feature_defaults holds a default, 0 where the feature has none. "
                "Default: 1 for all when feature_defaults is given, else 0."},
+    LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 

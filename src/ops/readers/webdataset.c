@@ -10,7 +10,8 @@
 
 enum {
   ARG_PATHS, ARG_EXT, ARG_MISSING_COMPONENT_BEHAVIOR, ARG_CASE_SENSITIVE_EXTENSIONS, ARG_DTYPES,
-  ARG_INDEX_PATHS, ARG_SAMPLER, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
+  ARG_INDEX_PATHS, ARG_HINTS, ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT,
+  ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
 /* The number of outputs is the number of `ext` entries. Schema convention
@@ -44,6 +45,7 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_INDEX_PATHS] = {LADLE_OPTIONAL_ARG("index_paths", LADLE_ARG_STRINGS),
         .no_effect = 1, .doc = "Accepted for DALI scripts and ignored: ladle indexes the tars itself at build, reading only "
                "their headers."},
+    LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
 

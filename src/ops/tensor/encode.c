@@ -169,7 +169,7 @@ static const ladle_arg_schema lookup_args[] = {
     {.name = "values", .type = LADLE_ARG_FLOATS, .default_value = {LADLE_ARG_FLOATS, 0, {.floats = no_values}},
      .doc = "The value of each key."},
     {LADLE_FLOAT_ARG("default_value", 0), .doc = "The value of inputs that are not keys."},
-    {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .doc = "The output type."},
+    {LADLE_DTYPE_ARG("dtype", LADLE_FLOAT32), .deprecated_name = "output_dtype", .doc = "The output type."},
 };
 
 static ladle_status lookup_init(ladle__node *n) {
