@@ -41,11 +41,13 @@ ladle_status ladle__file_reader_create(const ladle__file_reader_params *p,
               p->num_files);
   LADLE_CHECK(!has_files || (p->files && p->num_files > 0), LADLE_ERROR_INVALID_ARGUMENT,
               "files is empty (num_files = %d)", p->num_files);
-  LADLE_CHECK(p->num_extensions >= 0 && (p->num_extensions == 0 || p->extensions),
-              LADLE_ERROR_INVALID_ARGUMENT, "extensions is NULL but num_extensions is %d",
-              p->num_extensions);
-  for (int i = 0; i < p->num_extensions; i++)
-    LADLE_CHECK(p->extensions[i], LADLE_ERROR_INVALID_ARGUMENT, "extensions[%d] is NULL", i);
+  const ladle__name_filter *filters[2] = {&p->file_filters, &p->dir_filters};
+  for (int f = 0; f < 2; f++) {
+    LADLE_CHECK(filters[f]->count >= 0 && (filters[f]->count == 0 || filters[f]->patterns),
+                LADLE_ERROR_INVALID_ARGUMENT, "a filter's patterns are NULL but its count is %d", filters[f]->count);
+    for (int i = 0; i < filters[f]->count; i++)
+      LADLE_CHECK(filters[f]->patterns[i], LADLE_ERROR_INVALID_ARGUMENT, "filter pattern %d is NULL", i);
+  }
   /* Check what does not need the listing first: listing can take seconds. */
   LADLE_TRY(ladle__sampler_check_batching(p->batch_size, p->num_shards, p->shard_id));
 
@@ -56,7 +58,7 @@ ladle_status ladle__file_reader_create(const ladle__file_reader_params *p,
   else if (has_files)
     LADLE_TRY(ladle__path_table_from_files(&r->table, p->files, p->num_files, p->labels, root));
   else
-    LADLE_TRY(ladle__path_table_from_tree(&r->table, root, p->extensions, p->num_extensions));
+    LADLE_TRY(ladle__path_table_from_tree(&r->table, root, &p->file_filters, &p->dir_filters));
   ladle__path_table_trim(&r->table);
 
   ladle__sampler_params sp = {
@@ -74,7 +76,7 @@ ladle_status ladle__file_reader_create(const ladle__file_reader_params *p,
   r->params.file_root = r->params.file_list = NULL;
   r->params.files = NULL;
   r->params.labels = NULL;
-  r->params.extensions = NULL;
+  r->params.file_filters.patterns = r->params.dir_filters.patterns = NULL;
   r->params.stick_to_shard = p->stick_to_shard != 0;
   r->params.pad_last_batch = p->pad_last_batch != 0;
   *out = r;

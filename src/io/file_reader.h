@@ -3,15 +3,14 @@
  *
  * Where the records come from (exactly one way; DALI's argument names):
  *  - file_root alone: a class-per-folder tree. Every subfolder of file_root
- *    (folders and links to folders, sorted byte-wise with strcmp) is a class;
- *    its label is its index in that order, empty subfolders included. Files
- *    directly in file_root are ignored. A class folder is searched
- *    recursively (links followed; a link back to an enclosing folder is an
- *    error; a dangling link is skipped) for files whose name ends with an
- *    accepted suffix (`extensions`, compared ASCII-case-insensitively;
- *    default .jpg .jpeg .png .bmp .tif .tiff .pnm .ppm .pgm .pbm .webp .jp2;
- *    a leading '*' is ignored, so DALI's "*.jpg" file_filters work, but no
- *    other wildcard is understood). Within a class, files are sorted
+ *    (folders and links to folders, sorted byte-wise with strcmp) that
+ *    `dir_filters` keeps is a class; its label is its index in that order,
+ *    empty subfolders included. Files directly in file_root are ignored. A
+ *    class folder is searched recursively (links followed; a link back to an
+ *    enclosing folder is an error; a dangling link is skipped) for files whose
+ *    name `file_filters` keeps (glob patterns, io/path_table.h; default *.jpg
+ *    *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2;
+ *    ASCII-case-insensitive unless case_sensitive). Within a class, files are sorted
  *    byte-wise by their whole path. Hidden names get no special treatment
  *    (like DALI and torchvision). Records are ordered by (label, path).
  *  - file_list: a text file with one "path label" per line; the label is the
@@ -59,6 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "io/path_table.h"
 #include "io/sampler.h"
 #include "ladle/ladle.h"
 
@@ -69,8 +69,8 @@ typedef struct ladle__file_reader_params {
   int num_files;              /* explicit paths; files NULL and num_files 0 if unused */
   const int32_t *labels;      /* with files: one label per file, or NULL (label = index) */
   int num_labels;             /* must equal num_files when labels is given */
-  const char *const *extensions; /* file_root tree: accepted suffixes; NULL: the default set */
-  int num_extensions;
+  ladle__name_filter file_filters; /* file_root tree: the files kept (no patterns: the defaults) */
+  ladle__name_filter dir_filters;  /* file_root tree: the class folders kept (no patterns: all) */
   int random_shuffle; /* default 0 */
   uint64_t seed;
   int shard_id, num_shards; /* 0 <= shard_id < num_shards <= N; default 0, 1 */

@@ -1,9 +1,11 @@
 /* Filling the file reader's record table: walking a class-per-folder tree,
  * parsing a list file, taking an explicit list. See path_table.h. */
+#define _GNU_SOURCE /* FNM_CASEFOLD */
 #include "io/path_table.h"
 
 #include <dirent.h>
 #include <errno.h>
+#include <fnmatch.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,9 +15,9 @@
 #include "core/error.h"
 #include "io/io_util.h"
 
-const char *const ladle__default_extensions[] = {".jpg", ".jpeg", ".png", ".bmp", ".tif",
-                                                 ".tiff", ".pnm", ".ppm", ".pgm", ".pbm",
-                                                 ".webp", ".jp2", NULL};
+static const char *const default_file_filters[] = {"*.jpg", "*.jpeg", "*.png", "*.bmp", "*.tif", "*.tiff",
+                                                   "*.pnm", "*.ppm", "*.pgm", "*.pbm", "*.webp", "*.jp2"};
+#define DEFAULT_FILE_FILTERS ((int)(sizeof default_file_filters / sizeof *default_file_filters))
 
 /* ------------------------------------------------------------------------ */
 /* The table                                                                  */
@@ -93,40 +95,52 @@ void ladle__path_table_trim(ladle__path_table *t) {
 }
 
 /* ------------------------------------------------------------------------ */
-/* Suffixes                                                                   */
+/* Name filters                                                               */
 /* ------------------------------------------------------------------------ */
 
 static int ascii_lower(int c) { return c >= 'A' && c <= 'Z' ? c + ('a' - 'A') : c; }
 
-int ladle__path_has_extension(const char *name, const char *const *exts, int num_exts) {
-  if (!exts) {
-    exts = ladle__default_extensions;
-    num_exts = (int)(sizeof ladle__default_extensions / sizeof *ladle__default_extensions) - 1;
-  }
-  size_t n = strlen(name);
-  for (int i = 0; i < num_exts; i++) {
-    const char *ext = exts[i][0] == '*' ? exts[i] + 1 : exts[i];
-    size_t m = strlen(ext);
-    if (m > n) continue;
-    const char *tail = name + n - m;
-    size_t k = 0;
-    while (k < m && ascii_lower((unsigned char)tail[k]) == ascii_lower((unsigned char)ext[k]))
-      k++;
-    if (k == m) return 1;
+static int has_suffix(const char *name, const char *suffix, int case_sensitive) {
+  size_t n = strlen(name), m = strlen(suffix);
+  if (m > n) return 0;
+  const char *tail = name + n - m;
+  if (case_sensitive) return memcmp(tail, suffix, m) == 0;
+  size_t k = 0;
+  while (k < m && ascii_lower((unsigned char)tail[k]) == ascii_lower((unsigned char)suffix[k])) k++;
+  return k == m;
+}
+
+/* The patterns in force: the defaults for files without any. */
+static const char *const *filter_patterns(const ladle__name_filter *f, int is_file, int *count) {
+  *count = f->count;
+  if (f->count || !is_file) return f->patterns;
+  *count = DEFAULT_FILE_FILTERS;
+  return default_file_filters;
+}
+
+int ladle__name_filter_match(const ladle__name_filter *f, const char *name, int is_file) {
+  int count;
+  const char *const *patterns = filter_patterns(f, is_file, &count);
+  if (!count) return 1; /* folders, no dir_filters */
+  for (int i = 0; i < count; i++) {
+    const char *p = patterns[i];
+    if (p[0] == '*' && !strpbrk(p + 1, "*?[\\")) {
+      if (has_suffix(name, p + 1, f->case_sensitive)) return 1;
+    } else if (fnmatch(p, name, f->case_sensitive ? 0 : FNM_CASEFOLD) == 0) {
+      return 1;
+    }
   }
   return 0;
 }
 
-/* "(.jpg, .png, ...)" for error messages. */
-static void format_extensions(char *out, size_t size, const char *const *exts, int num_exts) {
-  if (!exts) {
-    exts = ladle__default_extensions;
-    num_exts = (int)(sizeof ladle__default_extensions / sizeof *ladle__default_extensions) - 1;
-  }
+/* "*.jpg *.png ..." for error messages. */
+static void format_patterns(char *out, size_t size, const ladle__name_filter *f, int is_file) {
+  int count;
+  const char *const *patterns = filter_patterns(f, is_file, &count);
   size_t used = 0;
   out[0] = '\0';
-  for (int i = 0; i < num_exts && used + 1 < size; i++) {
-    int w = snprintf(out + used, size - used, "%s%s", i ? " " : "", exts[i]);
+  for (int i = 0; i < count && used + 1 < size; i++) {
+    int w = snprintf(out + used, size - used, "%s%s", i ? " " : "", patterns[i]);
     if (w < 0) break;
     used += (size_t)w;
   }
@@ -144,8 +158,7 @@ typedef struct dev_ino {
 
 typedef struct walk {
   ladle__path_table *t;
-  const char *const *exts;
-  int num_exts;
+  const ladle__name_filter *files;
   char *buf; /* the current folder's path */
   size_t len, cap;
   dev_ino *open; /* the folders being walked, outermost first: loop detection */
@@ -231,7 +244,7 @@ static ladle_status walk_folder(walk *w) {
     if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
     int kind = entry_kind(w, e);
     LADLE_CHECK(kind >= 0, LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate a path");
-    if (kind == 1 && ladle__path_has_extension(name, w->exts, w->num_exts)) {
+    if (kind == 1 && ladle__name_filter_match(w->files, name, 1)) {
       LADLE_TRY(add_joined(w->t, w->buf, w->len, name, strlen(name), w->label));
     } else if (kind == 2) {
       size_t saved = w->len;
@@ -272,10 +285,11 @@ done:
   return st;
 }
 
-ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root,
-                                         const char *const *exts, int num_exts) {
+ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root, const ladle__name_filter *files,
+                                         const ladle__name_filter *dirs) {
   ladle_status st = LADLE_OK;
-  walk w = {.t = t, .exts = exts, .num_exts = num_exts};
+  walk w = {.t = t, .files = files};
+  int64_t folders = 0;
   ladle__path_table classes = {0}; /* subfolder names, reusing the table's storage */
   const char **tmp = NULL;
   int64_t tmp_cap = 0;
@@ -305,12 +319,20 @@ ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root,
     if (name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'))) continue;
     int kind = entry_kind(&w, e);
     LADLE_CHECK(kind >= 0, LADLE_ERROR_OUT_OF_MEMORY, "cannot allocate a path");
-    if (kind == 2) LADLE_TRY(ladle__path_table_add(&classes, name, strlen(name), 0));
+    if (kind != 2) continue;
+    folders++;
+    if (ladle__name_filter_match(dirs, name, 0)) LADLE_TRY(ladle__path_table_add(&classes, name, strlen(name), 0));
   }
   closedir(d);
   d = NULL;
-  LADLE_CHECK(classes.count > 0, LADLE_ERROR_INVALID_ARGUMENT,
+  LADLE_CHECK(folders > 0, LADLE_ERROR_INVALID_ARGUMENT,
               "%s has no subfolders; file_root expects one subfolder per class", w.buf);
+  if (classes.count == 0) {
+    char list[256];
+    format_patterns(list, sizeof list, dirs, 0);
+    LADLE_CHECK(0, LADLE_ERROR_INVALID_ARGUMENT, "none of the %lld subfolders of %s matches dir_filters (%s)",
+                (long long)folders, w.buf, list);
+  }
   LADLE_CHECK(classes.count <= INT32_MAX, LADLE_ERROR_LIMIT, "%s has too many subfolders",
               w.buf);
   LADLE_TRY(sort_range(&classes, 0, classes.count, &tmp, &tmp_cap));
@@ -326,10 +348,9 @@ ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root,
   }
   if (t->count == 0) {
     char list[256];
-    format_extensions(list, sizeof list, exts, num_exts);
-    st = LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT,
-                    "no files with an accepted suffix (%s) in the %lld subfolders of %s", list,
-                    (long long)classes.count, w.buf);
+    format_patterns(list, sizeof list, files, 1);
+    st = LADLE_FAIL(LADLE_ERROR_INVALID_ARGUMENT, "no files matching file_filters (%s) in the %lld subfolders of %s",
+                    list, (long long)classes.count, w.buf);
   }
 done:
   if (d) closedir(d);

@@ -28,29 +28,36 @@ void ladle__path_table_free(ladle__path_table *t);
  * realloc the larger block is kept. */
 void ladle__path_table_trim(ladle__path_table *t);
 
-/* The default accepted suffixes of a tree listing: .jpg .jpeg .png .bmp .tif
- * .tiff .pnm .ppm .pgm .pbm .webp .jp2 (NULL-terminated, static). */
-extern const char *const ladle__default_extensions[];
+/* Which names a tree listing keeps (readers.file's file_filters, dir_filters
+ * and case_sensitive_filter, as DALI reads them): glob patterns as fnmatch(3)
+ * reads them, matched against the name alone, ASCII-case-insensitively
+ * unless case_sensitive. No patterns: for files the defaults *.jpg *.jpeg
+ * *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2, for folders
+ * every name. */
+typedef struct ladle__name_filter {
+  const char *const *patterns;
+  int count;
+  int case_sensitive;
+} ladle__name_filter;
 
-/* 1 when `name` ends with one of the suffixes, compared ASCII-case-insensitively.
- * exts == NULL: the defaults. A leading '*' is ignored, so DALI-style filters
- * such as "*.jpg" work as suffixes (no other wildcard is understood). An empty
- * suffix (or "*") accepts every name. */
-int ladle__path_has_extension(const char *name, const char *const *exts, int num_exts);
+/* 1 when `name` matches one of the filter's patterns (a pattern "*.ext" with
+ * no other wildcard is a suffix comparison, the common case, without fnmatch). */
+int ladle__name_filter_match(const ladle__name_filter *f, const char *name, int is_file);
 
 /*
  * Lists a class-per-folder tree: every subfolder of `root` (directories and
- * links to directories, sorted byte-wise with strcmp) is a class whose label
- * is its index in that order, empty folders included. Files directly in
- * `root` are ignored. Inside a class folder, files are found recursively
- * (links followed; a link back to an enclosing folder is an error) and kept
- * when their name has an accepted suffix; a class's files are sorted
- * byte-wise by path. Paths are "root/class/..." with `root` as given (its
+ * links to directories, sorted byte-wise with strcmp) that `dirs` keeps is a
+ * class whose label is its index in that order, empty folders included.
+ * Files directly in `root` are ignored. Inside a class folder, files are
+ * found recursively (links followed; a link back to an enclosing folder is an
+ * error; as torchvision's ImageFolder does, while DALI 2.4 lists a class
+ * folder's own files only) and kept when `files` keeps their name; a
+ * class's files are sorted byte-wise by path. Paths are "root/class/..." with `root` as given (its
  * trailing slashes dropped). d_type decides file or folder without a stat
  * except for links and file systems that do not report it.
  */
-ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root,
-                                         const char *const *exts, int num_exts);
+ladle_status ladle__path_table_from_tree(ladle__path_table *t, const char *root, const ladle__name_filter *files,
+                                         const ladle__name_filter *dirs);
 
 /*
  * Reads a list file: one "path label" per line, the label being the last

@@ -188,10 +188,9 @@ static void test_tree_listing(void) {
   CHECK(byte == '2');
   ladle__file_reader_destroy(r);
 
-  /* Custom suffixes, case-insensitive both ways. */
-  const char *exts[] = {".TXT", "readme"};
-  p.extensions = exts;
-  p.num_extensions = 2;
+  /* Custom patterns, case-insensitive both ways. */
+  const char *exts[] = {"*.TXT", "*readme"};
+  p.file_filters = (ladle__name_filter){exts, 2, 0};
   r = NULL;
   CHECK_OK(ladle__file_reader_create(&p, &r));
   if (r) {
@@ -205,17 +204,26 @@ static void test_tree_listing(void) {
   }
   ladle__file_reader_destroy(r);
 
-  /* Suffix matching itself. */
-  CHECK(ladle__path_has_extension("a.JpEg", NULL, 0));
-  CHECK(!ladle__path_has_extension("a.jpeg.txt", NULL, 0));
-  CHECK(!ladle__path_has_extension("jpg", NULL, 0));
-  CHECK(ladle__path_has_extension(".jpg", NULL, 0));
-  const char *empty[] = {""};
-  CHECK(ladle__path_has_extension("anything", empty, 1));
-  const char *globs[] = {"*.PNG", "*_mask.gif"};
-  CHECK(ladle__path_has_extension("a.png", globs, 2));
-  CHECK(ladle__path_has_extension("x_MASK.gif", globs, 2));
-  CHECK(!ladle__path_has_extension("x.gif", globs, 2));
+  /* Name filters themselves: the defaults, suffix patterns, globs, case. */
+  ladle__name_filter none = {NULL, 0, 0};
+  CHECK(ladle__name_filter_match(&none, "a.JpEg", 1));
+  CHECK(!ladle__name_filter_match(&none, "a.jpeg.txt", 1));
+  CHECK(!ladle__name_filter_match(&none, "jpg", 1));
+  CHECK(ladle__name_filter_match(&none, ".jpg", 1));
+  CHECK(ladle__name_filter_match(&none, "any folder", 0)); /* no dir_filters: every folder */
+  const char *star[] = {"*"};
+  CHECK(ladle__name_filter_match(&(ladle__name_filter){star, 1, 0}, "anything", 1));
+  const char *globs[] = {"*.PNG", "*_mask.gif", "x?.[jt]*"};
+  ladle__name_filter g = {globs, 3, 0};
+  CHECK(ladle__name_filter_match(&g, "a.png", 1));
+  CHECK(ladle__name_filter_match(&g, "x_MASK.gif", 1));
+  CHECK(!ladle__name_filter_match(&g, "x.gif", 1));
+  CHECK(ladle__name_filter_match(&g, "X1.JPG", 1) && ladle__name_filter_match(&g, "x2.tif", 1));
+  CHECK(!ladle__name_filter_match(&g, "x12.jpg", 1) && !ladle__name_filter_match(&g, "x1.gif", 1));
+  g.case_sensitive = 1;
+  CHECK(!ladle__name_filter_match(&g, "a.png", 1) && ladle__name_filter_match(&g, "a.PNG", 1));
+  CHECK(!ladle__name_filter_match(&g, "X1.jpg", 1) && ladle__name_filter_match(&g, "x1.jpg", 1));
+  CHECK(!ladle__name_filter_match(&(ladle__name_filter){NULL, 0, 1}, "a.JPG", 1)); /* the defaults are lower case */
 }
 
 static void expect_create_error(const ladle__file_reader_params *p, const char *needle1,

@@ -8,7 +8,8 @@
 #include "ops/readers/reader_args.h"
 
 enum {
-  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_HINTS,
+  ARG_FILE_ROOT, ARG_FILE_LIST, ARG_FILES, ARG_LABELS, ARG_FILE_FILTERS, ARG_DIR_FILTERS, ARG_CASE_SENSITIVE_FILTER,
+  ARG_HINTS,
   ARG_SAMPLER = ARG_HINTS + LADLE__HINT_ARG_COUNT, ARG_COUNT = ARG_SAMPLER + LADLE__SAMPLER_ARG_COUNT
 };
 
@@ -22,8 +23,14 @@ static const ladle_arg_schema args[ARG_COUNT] = {
     [ARG_LABELS] = {LADLE_OPTIONAL_ARG("labels", LADLE_ARG_INTS), LADLE_RANGE(-2147483648.0, 2147483647.0),
         .doc = "Labels for `files` (default: the file's index)."},
     [ARG_FILE_FILTERS] = {LADLE_OPTIONAL_ARG("file_filters", LADLE_ARG_STRINGS),
-        .doc = "Patterns of the form \"*.ext\" selecting files under file_root (case-insensitive). Default: "
-               "*.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm *.pbm *.webp *.jp2."},
+        .doc = "Glob patterns (fnmatch: * ? [...]) a file's name under file_root must match, case-insensitively "
+               "unless case_sensitive_filter. Default: *.jpg *.jpeg *.png *.bmp *.tif *.tiff *.pnm *.ppm *.pgm "
+               "*.pbm *.webp *.jp2 (DALI's list less its audio formats). Ignored with file_list or files."},
+    [ARG_DIR_FILTERS] = {LADLE_OPTIONAL_ARG("dir_filters", LADLE_ARG_STRINGS),
+        .doc = "Glob patterns a subfolder of file_root must match to be a class; labels number the kept "
+               "subfolders in sorted order. Default: every subfolder. Ignored with file_list or files."},
+    [ARG_CASE_SENSITIVE_FILTER] = {LADLE_BOOL_ARG("case_sensitive_filter", 0),
+        .doc = "Match file_filters and dir_filters case-sensitively."},
     LADLE__HINT_ARG_SCHEMAS(ARG_HINTS),
     LADLE__SAMPLER_ARG_SCHEMAS(ARG_SAMPLER),
 };
@@ -32,7 +39,6 @@ static ladle_status reader_init(ladle__node *n) {
   ladle_status st = LADLE_OK;
   ladle__file_reader_params p;
   ladle__file_reader_params_init(&p);
-  char **extensions = NULL;
   int32_t *labels = NULL;
   p.file_root = ladle__arg_string(n, ARG_FILE_ROOT);
   p.file_list = ladle__arg_string(n, ARG_FILE_LIST);
@@ -47,25 +53,11 @@ static ladle_status reader_init(ladle__node *n) {
     p.labels = labels;
     p.num_labels = lab->count;
   }
-  const ladle_value *filters = ladle__arg_value(n, ARG_FILE_FILTERS);
-  if (filters->count) {
-    extensions = calloc((size_t)filters->count, sizeof *extensions);
-    if (!extensions) {
-      st = LADLE_OP_FAIL(n, LADLE_ERROR_OUT_OF_MEMORY, "out of memory");
-      goto done;
-    }
-    for (int i = 0; i < filters->count; i++) {
-      const char *f = filters->u.strings[i];
-      if (f[0] != '*' || f[1] == '\0' || strpbrk(f + 1, "*?[")) {
-        st = LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
-                           "argument 'file_filters': \"%s\" is not of the form \"*.ext\"", f);
-        goto done;
-      }
-      extensions[i] = (char *)f + 1;
-    }
-    p.extensions = (const char *const *)extensions;
-    p.num_extensions = filters->count;
-  }
+  int case_sensitive = ladle__arg_int(n, NULL, ARG_CASE_SENSITIVE_FILTER) != 0;
+  const ladle_value *kept_files = ladle__arg_value(n, ARG_FILE_FILTERS);
+  const ladle_value *kept_dirs = ladle__arg_value(n, ARG_DIR_FILTERS);
+  p.file_filters = (ladle__name_filter){kept_files->u.strings, kept_files->count, case_sensitive};
+  p.dir_filters = (ladle__name_filter){kept_dirs->u.strings, kept_dirs->count, case_sensitive};
   ladle__sampler_params sp;
   ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* the file reader counts the records */
   p.random_shuffle = sp.random_shuffle;
@@ -85,7 +77,6 @@ static ladle_status reader_init(ladle__node *n) {
   n->out[0] = (ladle__out_desc){LADLE_UINT8, 1, ""};
   n->out[1] = (ladle__out_desc){LADLE_INT32, 1, ""};
 done:
-  free(extensions);
   free(labels);
   return st;
 }
