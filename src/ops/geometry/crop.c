@@ -9,7 +9,7 @@
 #include "ops/op.h"
 
 enum {
-  ARG_CROP, ARG_CROP_W, ARG_CROP_H, ARG_CROP_POS_X, ARG_CROP_POS_Y, ARG_FILL_VALUES, ARG_OUT_OF_BOUNDS,
+  ARG_CROP, ARG_CROP_W, ARG_CROP_H, ARG_CROP_POS_X, ARG_CROP_POS_Y, ARG_FILL_VALUES, ARG_OUT_OF_BOUNDS, ARG_ROUNDING,
   ARG_CROP_COUNT,
   ARG_MIRROR = ARG_CROP_COUNT, ARG_MEAN, ARG_STD, ARG_SCALE, ARG_SHIFT, ARG_DTYPE, ARG_OUTPUT_LAYOUT, ARG_PAD_OUTPUT,
   ARG_CMN_COUNT
@@ -26,16 +26,19 @@ static const double one[] = {1.0};
   [ARG_CROP_H] = {LADLE_FLOAT_ARG("crop_h", 0), .per_sample = 1, LADLE_RANGE(0.0, 1e9), \
       .doc = "Window height (overrides crop); 0: not given."}, \
   [ARG_CROP_POS_X] = {LADLE_FLOAT_ARG("crop_pos_x", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
-      .doc = "Horizontal position of the window: x = round(crop_pos_x * (width - crop_width)), crop_pos_x " \
-             "in float and halves away from zero, as DALI rounds it."}, \
+      .doc = "Horizontal position of the window: x = crop_pos_x * (width - crop_width), crop_pos_x in float " \
+             "as DALI holds it, made whole by 'rounding'."}, \
   [ARG_CROP_POS_Y] = {LADLE_FLOAT_ARG("crop_pos_y", 0.5), .per_sample = 1, LADLE_RANGE(0.0, 1.0), \
-      .doc = "Vertical position of the window: y = round(crop_pos_y * (height - crop_height)) (as crop_pos_x)."}, \
+      .doc = "Vertical position of the window: y = crop_pos_y * (height - crop_height) (as crop_pos_x)."}, \
   [ARG_FILL_VALUES] = {LADLE_FLOATS_ARG("fill_values", zero), \
       .doc = "Values (in output units; one, or one per channel) of pixels outside the image when " \
              "out_of_bounds_policy is \"pad\"."}, \
   [ARG_OUT_OF_BOUNDS] = {LADLE_STRING_ARG("out_of_bounds_policy", "error"), LADLE_CHOICES("error", "pad", "trim_to_shape"), \
       .doc = "A window reaching outside the image: \"error\", \"pad\" (fill_values) or \"trim_to_shape\" " \
-             "(shrink the window)."}
+             "(shrink the window)."}, \
+  [ARG_ROUNDING] = {LADLE_STRING_ARG("rounding", "round"), LADLE_CHOICES("round", "truncate"), \
+      .doc = "How the window's position becomes whole: \"round\" (halves away from zero) or \"truncate\" " \
+             "(towards zero)."}
 
 static const ladle_arg_schema crop_args[ARG_CROP_COUNT] = {CROP_ARGS};
 
@@ -69,6 +72,7 @@ typedef enum { OOB_ERROR, OOB_PAD, OOB_TRIM } oob_policy;
 
 typedef struct crop_state {
   oob_policy oob;
+  int truncate; /* rounding="truncate" */
   float fill[4];
   int nfill;
   ladle__cmn_params cmn; /* crop_mirror_normalize: the constant part */
@@ -81,6 +85,7 @@ typedef struct sample_state {
 
 static ladle_status crop_common_init(ladle__node *n, crop_state *c) {
   c->oob = (oob_policy)ladle__arg_choice(n, ARG_OUT_OF_BOUNDS);
+  c->truncate = ladle__arg_choice(n, ARG_ROUNDING) == 1;
   const ladle_value *crop = ladle__arg_value(n, ARG_CROP);
   if (ladle__arg_given(n, ARG_CROP) && crop->count != 1 && crop->count != 2)
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'crop' must be [height, width] or one value");
@@ -115,7 +120,8 @@ static ladle_status crop_window(const ladle__node *n, const ladle__sample *s, co
   }
   /* DALI holds the positions in float and rounds their exact product, halves
    * away from zero: 0.7 x 205 = 143.49999... (0.7f is below 0.7) -> 143. */
-  int x0 = (int)lround((double)(float)px * (in_w - w)), y0 = (int)lround((double)(float)py * (in_h - h));
+  double x = (double)(float)px * (in_w - w), y = (double)(float)py * (in_h - h);
+  int x0 = (int)(c->truncate ? trunc(x) : round(x)), y0 = (int)(c->truncate ? trunc(y) : round(y));
   if (c->oob == OOB_ERROR && (x0 < 0 || y0 < 0 || x0 + w > in_w || y0 + h > in_h))
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "the crop window %dx%d at (%d, %d) does not fit in the %dx%d image "

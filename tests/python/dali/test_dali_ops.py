@@ -130,6 +130,25 @@ def test_crop_matches_dali(policy):
         compare(lad, dal, 0, 0, f"crop {policy} pos {pos}")
 
 
+@pytest.mark.parametrize("rounding", ["round", "truncate"])
+@pytest.mark.parametrize("op", ["crop", "crop_mirror_normalize"])
+def test_crop_rounding_matches_dali(op, rounding):
+    """Exact: 'rounding' makes the window's position whole (x.5 positions:
+    round goes up, truncate down); crop_mirror_normalize shares the window."""
+    img = RNG.integers(0, 256, (31, 45, 3), dtype=np.uint8)
+    for pos in (0.1, 0.25, 0.5, 0.7, 0.9):
+        def graph(fn, types, x):
+            kw = dict(dtype=types.FLOAT, output_layout="HWC") if op == "crop_mirror_normalize" else {}
+            return getattr(fn, op)(x, crop_w=20, crop_h=10, crop_pos_x=pos, crop_pos_y=1 - pos, rounding=rounding,
+                                   **kw)
+
+        lad, dal = run_both(graph, {"x": [[img]]}, 1)
+        compare(lad, dal, 0, 0, f"{op} rounding={rounding} pos {pos}")
+    if rounding == "truncate":  # 0.5 x (45 - 20) = 12.5 -> 12, and 0.5 x (31 - 10) = 10.5 -> 10
+        lad, _ = run_both(lambda fn, types, x: fn.crop(x, crop_w=20, crop_h=10, rounding=rounding), {"x": [[img]]}, 1)
+        np.testing.assert_array_equal(np.asarray(lad[0]).reshape(10, 20, 3), img[10:20, 12:32])
+
+
 @pytest.mark.parametrize("horizontal,vertical", [(0, 0), (1, 0), (0, 1), (1, 1)])
 def test_flip_matches_dali(horizontal, vertical):
     """Exact: a flip moves pixels."""
