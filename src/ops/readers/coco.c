@@ -94,7 +94,8 @@ static ladle_status coco_init(ladle__node *n) {
   const char *root = ladle__arg_string(n, ARG_FILE_ROOT), *ann = ladle__arg_string(n, ARG_ANNOTATIONS_FILE);
   if (!ann || !ann[0]) return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT, "argument 'annotations_file' is empty");
   ladle__sampler_params sp;
-  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp);
+  st = ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp);
+  if (st != LADLE_OK) return st;
   st = ladle__sampler_check_batching(sp.batch_size, sp.num_shards, sp.shard_id);
   if (st != LADLE_OK) return ladle__wrap_error(st, "readers.coco");
 

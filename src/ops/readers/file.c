@@ -59,7 +59,8 @@ static ladle_status reader_init(ladle__node *n) {
   p.file_filters = (ladle__name_filter){kept_files->u.strings, kept_files->count, case_sensitive};
   p.dir_filters = (ladle__name_filter){kept_dirs->u.strings, kept_dirs->count, case_sensitive};
   ladle__sampler_params sp;
-  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* the file reader counts the records */
+  st = ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* the file reader counts the records */
+  if (st != LADLE_OK) goto done;
   p.random_shuffle = sp.random_shuffle;
   p.seed = sp.seed;
   p.shard_id = sp.shard_id;

@@ -294,7 +294,8 @@ static ladle_status np_init(ladle__node *n) {
     return LADLE_OP_FAIL(n, LADLE_ERROR_INVALID_ARGUMENT,
                          "argument 'use_o_direct' needs dont_use_mmap=True (as in DALI)");
   ladle__sampler_params sp;
-  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp);
+  st = ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp);
+  if (st != LADLE_OK) return st;
   st = ladle__sampler_check_batching(sp.batch_size, sp.num_shards, sp.shard_id);
   if (st != LADLE_OK) return ladle__wrap_error(st, "readers.numpy");
 

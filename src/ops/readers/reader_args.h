@@ -12,7 +12,7 @@ enum {
   LADLE__SAMPLER_ARG_SHARD_ID, LADLE__SAMPLER_ARG_NUM_SHARDS, LADLE__SAMPLER_ARG_STICK_TO_SHARD,
   LADLE__SAMPLER_ARG_PAD_LAST_BATCH, LADLE__SAMPLER_ARG_INITIAL_FILL, LADLE__SAMPLER_ARG_READ_AHEAD,
   LADLE__SAMPLER_ARG_PREFETCH_QUEUE_DEPTH, LADLE__SAMPLER_ARG_DONT_USE_MMAP, LADLE__SAMPLER_ARG_LAZY_INIT,
-  LADLE__SAMPLER_ARG_COUNT
+  LADLE__SAMPLER_ARG_SHUFFLE_AFTER_EPOCH_SEED, LADLE__SAMPLER_ARG_COUNT
 };
 
 /* Designated initializers of the block, for a schema array. */
@@ -42,7 +42,12 @@ enum {
   [(first) + LADLE__SAMPLER_ARG_DONT_USE_MMAP] = {LADLE_BOOL_ARG("dont_use_mmap", 0), \
       .no_effect = 1, .doc = "Accepted for DALI scripts; ladle always reads with read(2)."}, \
   [(first) + LADLE__SAMPLER_ARG_LAZY_INIT] = {LADLE_BOOL_ARG("lazy_init", 0), \
-      .no_effect = 1, .doc = "Accepted for DALI scripts; the listing happens at build."}
+      .no_effect = 1, .doc = "Accepted for DALI scripts; the listing happens at build."}, \
+  [(first) + LADLE__SAMPLER_ARG_SHUFFLE_AFTER_EPOCH_SEED] = {LADLE_OPTIONAL_ARG("shuffle_after_epoch_seed", \
+      LADLE_ARG_INT), LADLE_RANGE(0.0, 9.2e18), \
+      .doc = "Seed of the shuffle (DALI's name for shuffle_after_epoch's seed): the same as seed, which " \
+             "random_shuffle and shuffle_after_epoch both use here; giving both with different values is an " \
+             "error."}
 
 /* Two hints of DALI's file-based readers (readers.file, coco, numpy,
  * tfrecord, webdataset) that cannot change results here, as a block of
@@ -56,7 +61,9 @@ enum { LADLE__HINT_ARG_SKIP_CACHED_IMAGES, LADLE__HINT_ARG_TENSOR_INIT_BYTES, LA
       .doc = "Accepted for DALI scripts; no effect (a memory hint)."}
 
 /* The sampler parameters a reader's arguments give (the block at `first`),
- * for `num_records` records; batch_size from the pipeline. */
-void ladle__reader_sampler_params(const ladle__node *node, int first, int64_t num_records, ladle__sampler_params *out);
+ * for `num_records` records; batch_size from the pipeline. Fails, naming the
+ * operator, on two different seeds. */
+ladle_status ladle__reader_sampler_params(const ladle__node *node, int first, int64_t num_records,
+                                          ladle__sampler_params *out);
 
 #endif

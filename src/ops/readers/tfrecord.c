@@ -181,7 +181,8 @@ static ladle_status tfr_init(ladle__node *n) {
                              "'feature_defaults' is not given",
                              names->u.strings[k]);
   ladle__sampler_params sp;
-  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* num_records once the files are indexed */
+  st = ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* num_records once the files are indexed */
+  if (st != LADLE_OK) return st;
   st = ladle__sampler_check_batching(sp.batch_size, sp.num_shards, sp.shard_id);
   if (st != LADLE_OK) return ladle__wrap_error(st, "readers.tfrecord");
 

@@ -88,7 +88,8 @@ static ladle_status wds_init(ladle__node *n) {
   }
   int missing = ladle__arg_choice(n, ARG_MISSING_COMPONENT_BEHAVIOR) % 3; /* "" is "empty" */
   ladle__sampler_params sp;
-  ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* num_records once the tars are indexed */
+  st = ladle__reader_sampler_params(n, ARG_SAMPLER, 0, &sp); /* num_records once the tars are indexed */
+  if (st != LADLE_OK) return st;
   /* Check what does not need the tars first: indexing can take a while. */
   st = ladle__sampler_check_batching(sp.batch_size, sp.num_shards, sp.shard_id);
   if (st != LADLE_OK) return ladle__wrap_error(st, "readers.webdataset");

@@ -89,6 +89,19 @@ def test_shuffle_differs_by_design(file_root):
         assert all(0 <= p < N_FILES for p, _ in it)
 
 
+def test_shuffle_after_epoch_seed_is_the_shuffles_seed(file_root):
+    """DALI's shuffle_after_epoch_seed seeds the shuffle: the same epochs as
+    seed= gives, other epochs under another value, and an error naming both
+    when two different seeds are given (ladle only: no DALI needed)."""
+    by_seed, _ = run_reader("ladle", file_root, 5, 6, shuffle_after_epoch=True, seed=7)
+    by_name, _ = run_reader("ladle", file_root, 5, 6, shuffle_after_epoch=True, shuffle_after_epoch_seed=7)
+    other, _ = run_reader("ladle", file_root, 5, 6, shuffle_after_epoch=True, shuffle_after_epoch_seed=8)
+    assert by_seed == by_name != other
+    assert sorted(p for it in other[:2] for p, _ in it) == list(range(N_FILES))
+    with pytest.raises(ladle.InvalidArgumentError, match=r"readers.file.*'seed' \(7\) and 'shuffle_after_epoch_seed' \(8\)"):
+        run_reader("ladle", file_root, 5, 1, shuffle_after_epoch=True, seed=7, shuffle_after_epoch_seed=8)
+
+
 def test_bad_reader_arguments_fail_in_both(file_root, tmp_path):
     """The same bad configurations are errors in both libraries."""
     dali_or_skip()
