@@ -44,6 +44,7 @@ from .pipeline import DataNode, Pipeline, ThreadPool, pipeline_def
 from .tensors import Tensor, TensorList, TensorListCPU, TensorListGPU, as_tensor_list
 from . import fn
 from . import math
+from . import ops
 
 __version__ = _ladle.version()
 

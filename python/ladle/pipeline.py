@@ -784,9 +784,30 @@ class Pipeline:
         for i, s in enumerate(parallel):
             s.start(self._workers, i)
 
+    def define_graph(self):
+        """DALI's hook for a Pipeline subclass: return the outputs (a DataNode
+        or a list of them) from operators called here, e.g. ladle.ops
+        instances made in __init__. build() calls it once, inside the
+        pipeline, when no outputs were set."""
+        raise NotImplementedError("define_graph: override it in a Pipeline subclass, or use set_outputs")
+
+    def _define(self):
+        """The outputs of a subclass's define_graph, when none were set."""
+        if self._num_outputs or type(self).define_graph is Pipeline.define_graph:
+            return
+        with self:
+            outputs = self.define_graph()
+        if isinstance(outputs, DataNode):
+            outputs = (outputs,)
+        if not isinstance(outputs, (list, tuple)) or not outputs:
+            raise _ladle.InvalidArgumentError(f"{type(self).__name__}.define_graph must return the pipeline's "
+                                              f"outputs: a DataNode or a list of them, not {type(outputs).__name__}")
+        self.set_outputs(*outputs)
+
     def build(self):
         """Checks the graph and starts the executor. Optional: run() builds."""
         if not self._built:
+            self._define()
             self._start_workers()
         self._handle().build()
         if not self._built:

@@ -23,10 +23,16 @@ static const struct {
 } aliases[] = {
     {"image_decoder", "decoders.image"},
     {"image_decoder_random_crop", "decoders.image_random_crop"},
+    {"image_decoder_crop", "decoders.image_crop"},
+    {"image_decoder_slice", "decoders.image_slice"},
     {"file_reader", "readers.file"},
+    {"coco_reader", "readers.coco"},
+    {"numpy_reader", "readers.numpy"},
     {"tfrecord_reader", "readers.tfrecord"},
     {"coin_flip", "random.coin_flip"},
     {"uniform", "random.uniform"},
+    {"normal_distribution", "random.normal"},
+    {"transform_translation", "transforms.translation"},
     {"experimental.equalize", "equalize"},
     {"experimental.filter", "filter"},
 };
