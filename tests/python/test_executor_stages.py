@@ -128,6 +128,25 @@ TRAINING_OPS = ("readers.file", "decoders.image", "random_resized_crop", "flip",
 
 
 @requires_ops(*TRAINING_OPS)
+@pytest.mark.parametrize("split", [0, 1, 2, "1-"])
+def test_waiting_stage_threads_running_items_give_the_same_bytes(sample_root, split):
+    """A thread waiting for its loop runs the items no worker has taken, as
+    worker num_threads (core/threads.h); with two stages both stage threads
+    do, at once, each in its own nodes (the set-up-ahead copy with scratch of
+    its own). LADLE_POOL_WAITER_RUNS=0 leaves every item to the workers: the
+    same bytes either way."""
+    make = lambda: training(sample_root, num_threads=1)  # one worker: the stage threads run many items
+    with env(LADLE_POOL_WAITER_RUNS="0"):
+        ref = built(make, split)
+    want = run_outputs(ref, 8)
+    ref.close()
+    pipe = built(make, split)
+    got = run_outputs(pipe, 8)
+    pipe.close()
+    assert_same(got, want)
+
+
+@requires_ops(*TRAINING_OPS)
 def test_every_boundary_gives_the_one_stage_bytes(sample_root):
     # 32 files, batch 5: 8 iterations go into the second epoch (reshuffled).
     compare_splits(lambda: training(sample_root), 8, splits=[1, 2, 3, 4, 5, 6, "1-"])
@@ -553,6 +572,24 @@ def test_gpu_cpu_operators_after_the_decoder_run_in_the_host_stage(sample_root):
         assert stage(ops, name) == stage(ref_ops, name) == {"host"}
     for name in ("decoders.image", "random_resized_crop", "flip", "crop_mirror_normalize"):
         assert stage(ops, name) == stage(ref_ops, name) == {"device"}
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("load", [0.8, 0.0])
+def test_gpu_waiting_stage_threads_running_items_give_the_same_bytes(sample_root, load):
+    # A stage thread waiting for its loop runs the items no worker has taken (core/threads.h), as worker
+    # num_threads: the CPU decodes of the mixed decoder's share among them. LADLE_POOL_WAITER_RUNS=0 leaves every
+    # item to the workers; the outputs must not depend on which thread ran an item.
+    require_gpu()
+    make = lambda: mixed_training(sample_root, hw_decoder_load=load)
+    with env(LADLE_POOL_WAITER_RUNS="0"):
+        ref = built(make, None)
+    want = gpu_outputs(ref, 6)
+    ref.close()
+    pipe = built(make, None)
+    got = gpu_outputs(pipe, 6)
+    pipe.close()
+    assert_same(got, want)
 
 
 # --- on the GPU: the mixed decoder on its own stream ---------------------------------------------------------------
