@@ -121,9 +121,13 @@ class Tensor:
         self._view = owner if index is None else owner.sample(index)
 
     def shape(self):
+        """The shape as a list, as DALI's Tensor gives it."""
         if self._index is not None:
-            return self._view.shape
-        return (self._batch.num_samples,) + (self._batch.shape(0) if self._batch.num_samples else ())
+            return list(self._view.shape)
+        return [self._batch.num_samples, *(self._batch.shape(0) if self._batch.num_samples else ())]
+
+    def ndim(self):
+        return len(self.shape())
 
     @property
     def dtype(self):
@@ -135,6 +139,13 @@ class Tensor:
 
     def data_ptr(self):
         return self._batch.data_ptr(self._index or 0)
+
+    def as_cpu(self):
+        """This tensor in host memory: itself on the CPU, a copy otherwise."""
+        if self._batch.device == "cpu":
+            return self
+        return Tensor(batch_from_samples([_host_copy(self._view)], layout=self._batch.layout), 0 if
+                      self._index is not None else None)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
@@ -158,9 +169,10 @@ class Tensor:
 class TensorList:
     """A batch of samples (DALI's TensorListCPU / TensorListGPU).
 
-    ``len(tl)`` samples; ``tl.at(i)`` / ``tl[i]`` is sample i as a NumPy array
-    (a view, CPU only); ``tl.as_array()`` the dense batch as one [N, ...]
-    array; ``torch.from_dlpack(tl)`` the dense batch as one tensor (CPU or
+    ``len(tl)`` samples; ``tl.at(i)`` is sample i as a NumPy array (a view,
+    CPU only) and ``tl[i]`` (and iteration) sample i as a Tensor, as DALI
+    gives them (``np.array(tl[i])`` is the array); ``tl.as_array()`` the dense
+    batch as one [N, ...] array; ``torch.from_dlpack(tl)`` the dense batch as one tensor (CPU or
     GPU). A ragged batch (sample shapes differ) only gives samples.
     """
 
@@ -226,12 +238,12 @@ class TensorList:
 
     def __getitem__(self, i):
         if isinstance(i, slice):
-            return [self.at(k) for k in range(*i.indices(len(self)))]
-        return self.at(i)
+            return [self.sample(k) for k in range(*i.indices(len(self)))]
+        return self.sample(i)
 
     def __iter__(self):
         for i in range(len(self)):
-            yield self.at(i)
+            yield self.sample(i)
 
     def sample(self, i):
         """Sample i as a Tensor (works for GPU batches too; use with from_dlpack)."""

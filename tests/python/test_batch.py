@@ -86,7 +86,7 @@ def test_as_tensor_and_array_protocol():
     a = random_array((2, 3), np.int32)
     tl = TensorList(_ladle.batch_from_buffer(a))
     t = tl.as_tensor()
-    assert t.shape() == (2, 3)
+    assert t.shape() == [2, 3]  # a list, as DALI gives it
     assert t.dtype == types.INT32
     assert torch.from_dlpack(t).data_ptr() == tl.data_ptr()
     np.testing.assert_array_equal(np.asarray(tl), a)
@@ -256,3 +256,17 @@ def test_ragged_wrap_of_a_flat_array_without_copy():
     with pytest.raises(ladle.InvalidArgumentError, match="negative extent"):
         _ladle.batch_from_dlpack(flat, shapes=[(-1,)])
     assert len(TensorList(_ladle.batch_from_dlpack(np.zeros(0, np.uint8), shapes=[]))) == 0
+
+
+def test_samples_are_tensors_as_in_dali():
+    """tl[i] and iteration give Tensors (DALI's TensorCPU methods), tl.at(i) the array."""
+    a = random_array((3, 4, 2), np.uint8)
+    tl = TensorList(_ladle.batch_from_buffer(a))
+    t = tl[1]
+    assert t.shape() == [4, 2] and t.ndim() == 2 and t.dtype == types.UINT8
+    assert t.as_cpu() is t
+    np.testing.assert_array_equal(np.array(t), a[1])
+    np.testing.assert_array_equal(tl.at(1), a[1])
+    assert [s.shape() for s in tl] == [[4, 2]] * 3
+    assert [np.array(s).tolist() for s in tl[0:2]] == a[0:2].tolist()
+    np.testing.assert_array_equal(np.array(tl[-1]), a[2])

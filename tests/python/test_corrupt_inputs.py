@@ -97,7 +97,7 @@ def check_bad_file(tmp_path, bad_path, error, what=None, decoder="image", **pipe
         for expected in ([4, 5], [0, 1]):
             images, labels = pipe.run()
             assert labels.as_array().ravel().tolist() == expected
-            assert all(im.shape[2] == 3 for im in images)
+            assert all(im.shape()[2] == 3 for im in images)  # tl[i] is a Tensor, as in DALI
     finally:
         pipe.close()
 
