@@ -156,10 +156,12 @@ class Tensor:
     def __dlpack_device__(self):
         return self._view.__dlpack_device__()
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype=None, copy=None):
         if self._batch.device != "cpu":
             raise _ladle.StateError("the tensor is in GPU memory: copy it with as_cpu() first")
         a = to_numpy(self)
+        if copy:
+            a = a.copy()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __repr__(self):
@@ -279,8 +281,10 @@ class TensorList:
         samples = [_host_copy(self._batch.sample(i)) for i in range(len(self))]
         return TensorList(batch_from_samples(samples, layout=self._batch.layout))
 
-    def __array__(self, dtype=None):
+    def __array__(self, dtype=None, copy=None):
         a = self.as_array()
+        if copy:
+            a = a.copy()
         return a if dtype is None else a.astype(dtype, copy=False)
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
