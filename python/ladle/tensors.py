@@ -144,8 +144,9 @@ class Tensor:
         """This tensor in host memory: itself on the CPU, a copy otherwise."""
         if self._batch.device == "cpu":
             return self
-        return Tensor(batch_from_samples([_host_copy(self._view)], layout=self._batch.layout), 0 if
-                      self._index is not None else None)
+        if self._index is not None:  # one sample: a batch of one
+            return Tensor(batch_from_samples([_host_copy(self._view)], layout=self._batch.layout), 0)
+        return Tensor(_ladle.batch_from_buffer(_host_copy(self._batch), layout=self._batch.layout))  # [N, ...]
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
         return self._view.__dlpack__(stream=stream, max_version=max_version, dl_device=dl_device, copy=copy)
