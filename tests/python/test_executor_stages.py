@@ -136,12 +136,17 @@ def test_waiting_stage_threads_running_items_give_the_same_bytes(sample_root, sp
     its own). LADLE_POOL_WAITER_RUNS=0 leaves every item to the workers: the
     same bytes either way."""
     make = lambda: training(sample_root, num_threads=1)  # one worker: the stage threads run many items
+    compare_waiter_runs(make, split, lambda pipe: run_outputs(pipe, 8))
+
+
+def compare_waiter_runs(make, split, outputs):
+    """outputs(pipe) of make() with LADLE_POOL_WAITER_RUNS=0 and by default: the same bytes."""
     with env(LADLE_POOL_WAITER_RUNS="0"):
         ref = built(make, split)
-    want = run_outputs(ref, 8)
+    want = outputs(ref)
     ref.close()
     pipe = built(make, split)
-    got = run_outputs(pipe, 8)
+    got = outputs(pipe)
     pipe.close()
     assert_same(got, want)
 
@@ -581,15 +586,8 @@ def test_gpu_waiting_stage_threads_running_items_give_the_same_bytes(sample_root
     # num_threads: the CPU decodes of the mixed decoder's share among them. LADLE_POOL_WAITER_RUNS=0 leaves every
     # item to the workers; the outputs must not depend on which thread ran an item.
     require_gpu()
-    make = lambda: mixed_training(sample_root, hw_decoder_load=load)
-    with env(LADLE_POOL_WAITER_RUNS="0"):
-        ref = built(make, None)
-    want = gpu_outputs(ref, 6)
-    ref.close()
-    pipe = built(make, None)
-    got = gpu_outputs(pipe, 6)
-    pipe.close()
-    assert_same(got, want)
+    compare_waiter_runs(lambda: mixed_training(sample_root, hw_decoder_load=load), None,
+                        lambda pipe: gpu_outputs(pipe, 6))
 
 
 # --- on the GPU: the mixed decoder on its own stream ---------------------------------------------------------------
