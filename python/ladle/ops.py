@@ -15,6 +15,7 @@ are its tensor arguments, so a clash has no meaning there), and an instance
 without ``device`` follows its inputs onto the GPU, as fn does.
 """
 
+import functools
 import sys
 
 from . import _ladle, fn
@@ -59,20 +60,11 @@ def _make_class(public, function):
                    + (function.__doc__ or "")})
 
 
-def _function(name):
-    target = fn
-    for part in name.split("."):
-        target = getattr(target, part, None)
-    return target
-
-
 def _populate():
     root = sys.modules[__name__]
     names = [name for name in op_schemas() if not name.startswith("_")] + list(_ladle.op_aliases())
     for name in sorted(names):
-        function = _function(name)
-        if function is None:
-            continue
+        function = functools.reduce(getattr, name.split("."), fn)  # fn has every schema and alias name
         *path, short = name.split(".")
         public = ".".join(["ops", *path, class_name(short)])
         setattr(fn.namespace(root, path), class_name(short), _make_class(public, function))
