@@ -77,6 +77,31 @@ def test_sparse_list_coo_and_padded_with_lengths():
             assert (padded[i, len(w):] == -1).all()
 
 
+def test_samples_back_to_back_export_as_one_view():
+    """_Batch.rows(), the SPARSE_LIST export: the samples concatenated along the
+    first axis as one view of the batch (split into the samples by the
+    iterator); None where the samples disagree past the first axis or have no
+    axes, and the iterator then exports sample by sample."""
+    from ladle.tensors import TensorList, batch_from_samples
+    from ladle.torch import _sample_tensors, to_torch
+
+    boxes, _ = ragged_data()
+    batch = batch_from_samples(boxes)
+    rows = batch.rows()
+    assert rows.shape == (sum(COUNTS), 4) and rows.data_ptr == batch.data_ptr(0)
+    view = to_torch(rows)
+    assert np.array_equal(view.numpy(), np.concatenate(boxes))
+    copied = torch.utils.dlpack.from_dlpack(rows.__dlpack__(copy=True))
+    assert torch.equal(copied, view) and copied.data_ptr() != view.data_ptr()
+    assert batch_from_samples([np.zeros((2, 3), np.float32), np.zeros((1, 4), np.float32)]).rows() is None
+    assert batch_from_samples([np.float32(1), np.float32(2)]).rows() is None
+    mixed = [np.arange(6, dtype=np.int16).reshape(2, 3), np.arange(4, dtype=np.int16).reshape(1, 4)]
+    for samples in (boxes, mixed):
+        got = _sample_tensors(TensorList(batch_from_samples(samples)), "boxes")
+        assert [tuple(t.shape) for t in got] == [s.shape for s in samples]
+        assert all(np.array_equal(t.numpy(), s) for t, s in zip(got, samples))
+
+
 def test_dense_tag_on_a_ragged_output_says_what_to_do():
     with pytest.raises(ladle.Error, match=r"boxes.*ragged.*SPARSE_LIST_TAG.*fn\.pad"):
         ladle_batches([DENSE, COO, DENSE, DENSE])

@@ -118,6 +118,38 @@ static PyObject *batch_sample(BatchObject *self, PyObject *arg) {
   return (PyObject *)s;
 }
 
+int ladle__py_rows_shape(const ladle_batch *b, int64_t *shape) {
+  int n = ladle_batch_num_samples(b), ndim = ladle_batch_ndim(b);
+  if (n < 1 || ndim < 1) return 0;
+  const int64_t *first = ladle_batch_shape(b, 0);
+  size_t row_bytes = ladle_dtype_size(ladle_batch_dtype(b));
+  for (int d = 1; d < ndim; d++) row_bytes *= (size_t)first[d];
+  const char *next = ladle_batch_data(b, 0);
+  int64_t rows = 0;
+  for (int i = 0; i < n; i++) {
+    const int64_t *s = ladle_batch_shape(b, i);
+    if ((const char *)ladle_batch_data(b, i) != next ||
+        memcmp(s + 1, first + 1, sizeof(int64_t) * (size_t)(ndim - 1)) != 0)
+      return 0;
+    next += row_bytes * (size_t)s[0];
+    rows += s[0];
+  }
+  shape[0] = rows;
+  memcpy(shape + 1, first + 1, sizeof(int64_t) * (size_t)(ndim - 1));
+  return 1;
+}
+
+static PyObject *batch_rows(BatchObject *self, PyObject *unused) {
+  int64_t shape[LADLE_MAX_NDIM];
+  if (!ladle__py_rows_shape(self->batch, shape)) Py_RETURN_NONE;
+  SampleObject *s = PyObject_New(SampleObject, &SampleType);
+  if (!s) return NULL;
+  ladle_batch_retain(self->batch);
+  s->batch = self->batch;
+  s->index = LADLE__PY_ROWS;
+  return (PyObject *)s;
+}
+
 static PyObject *batch_dlpack(BatchObject *self, PyObject *args, PyObject *kw) {
   return ladle__py_dlpack(self->batch, -1, args, kw, 0);
 }
@@ -157,6 +189,10 @@ static PyMethodDef batch_methods[] = {
     {"data_ptr", (PyCFunction)batch_data_ptr, METH_VARARGS, "data_ptr(i=0) -> int: address of sample i."},
     {"sample", (PyCFunction)batch_sample, METH_O,
      "sample(i) -> _Sample: a view of sample i with __dlpack__ (no copy; keeps the batch alive)."},
+    {"rows", (PyCFunction)batch_rows, METH_NOARGS,
+     "rows() -> _Sample or None: every sample concatenated along the first axis, as one view (no copy), "
+     "where the samples lie back to back and agree on the other axes; None otherwise. One export for a "
+     "ragged batch, which torch's split() cuts into the samples."},
     {"__dlpack__", (PyCFunction)(void (*)(void))batch_dlpack, METH_VARARGS | METH_KEYWORDS,
      "__dlpack__(*, stream=None, max_version=None, dl_device=None, copy=None): the dense batch as one "
      "[N, ...] tensor."},
@@ -202,6 +238,11 @@ static PyObject *sample_dlpack_device(SampleObject *self, PyObject *unused) {
 }
 
 static PyObject *sample_get_shape(SampleObject *self, void *closure) {
+  if (self->index == LADLE__PY_ROWS) {
+    int64_t shape[LADLE_MAX_NDIM];
+    ladle__py_rows_shape(self->batch, shape); /* held when rows() made this */
+    return shape_tuple(shape, ladle_batch_ndim(self->batch));
+  }
   return shape_tuple(ladle_batch_shape(self->batch, self->index), ladle_batch_ndim(self->batch));
 }
 static PyObject *sample_get_index(SampleObject *self, void *closure) { return PyLong_FromLong(self->index); }
@@ -215,12 +256,12 @@ static PyObject *sample_get_device(SampleObject *self, void *closure) {
   return PyUnicode_FromString(device_name(ladle_batch_device(self->batch)));
 }
 static PyObject *sample_get_data_ptr(SampleObject *self, void *closure) {
-  return PyLong_FromVoidPtr(ladle_batch_data(self->batch, self->index));
+  return PyLong_FromVoidPtr(ladle_batch_data(self->batch, self->index == LADLE__PY_ROWS ? 0 : self->index));
 }
 
 static PyGetSetDef sample_getset[] = {
     {"shape", (getter)sample_get_shape, NULL, "The sample's shape.", NULL},
-    {"index", (getter)sample_get_index, NULL, "The sample's index in its batch.", NULL},
+    {"index", (getter)sample_get_index, NULL, "The sample's index in its batch (-2: every sample, from rows()).", NULL},
     {"dtype", (getter)sample_get_dtype, NULL, "Element type name.", NULL},
     {"layout", (getter)sample_get_layout, NULL, "Layout letters.", NULL},
     {"device", (getter)sample_get_device, NULL, "\"cpu\" or \"cuda\".", NULL},

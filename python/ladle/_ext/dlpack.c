@@ -108,8 +108,9 @@ static int consumer_stream(PyObject *obj, void **stream) {
   return 1;
 }
 
-/* Exports sample `sample` of `b` (or, for sample < 0, the whole batch as one
- * [N, ...] tensor) following the __dlpack__ keywords. */
+/* Exports sample `sample` of `b` (for -1 the whole batch as one [N, ...]
+ * tensor, for LADLE__PY_ROWS the samples concatenated along the first axis)
+ * following the __dlpack__ keywords. */
 static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyObject *max_version,
                                PyObject *dl_device, PyObject *copy, int compat) {
   int versioned = 0;
@@ -146,7 +147,7 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
     PyErr_Format(PyExc_IndexError, "sample %d is out of range for a batch of %d", sample, n);
     return NULL;
   }
-  if (sample < 0 && n > 1 && !ladle_batch_is_dense(b)) {
+  if (sample == -1 && n > 1 && !ladle_batch_is_dense(b)) {
     PyErr_SetString(PyExc_BufferError,
                     "batch is ragged (sample shapes differ), take samples with at(i)");
     return NULL;
@@ -169,11 +170,17 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
   int ndim = ladle_batch_ndim(b);
   export_ctx *ctx = calloc(1, sizeof *ctx);
   if (!ctx) return PyErr_NoMemory();
-  int out_ndim = sample < 0 ? ndim + 1 : ndim;
+  int out_ndim = sample == -1 ? ndim + 1 : ndim;
   int64_t *shape = ctx->shape;
-  if (sample < 0) {
+  if (sample == -1) {
     shape[0] = n;
     if (n > 0) memcpy(shape + 1, ladle_batch_shape(b, 0), sizeof(int64_t) * (size_t)ndim);
+  } else if (sample == LADLE__PY_ROWS) {
+    if (!ladle__py_rows_shape(b, shape)) {
+      free(ctx);
+      PyErr_SetString(PyExc_BufferError, "the samples do not lie back to back with one shape past the first axis");
+      return NULL;
+    }
   } else {
     memcpy(shape, ladle_batch_shape(b, sample), sizeof(int64_t) * (size_t)ndim);
   }
@@ -188,8 +195,8 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
     const void *src = n > 0 ? ladle_batch_data(b, sample < 0 ? 0 : sample) : NULL;
     ladle_batch *c = NULL;
     ladle_status st;
-    int copies = sample < 0 ? n : 1;
-    const int64_t *sample_shape = sample < 0 ? shape + 1 : shape;
+    int copies = sample == -1 ? n : 1;
+    const int64_t *sample_shape = sample == -1 ? shape + 1 : shape;
     int64_t *shapes = malloc(sizeof(int64_t) * (size_t)(copies * (ndim ? ndim : 1)));
     if (!shapes) {
       free(ctx);
@@ -205,7 +212,7 @@ static PyObject *export_dlpack(ladle_batch *b, int sample, PyObject *stream, PyO
       return ladle__py_raise_status(st);
     }
     b = c; /* the context owns the new batch's only reference */
-    sample = sample < 0 ? -1 : 0;
+    sample = sample == -1 ? -1 : 0;
     ctx->batch = c;
   } else {
     ladle_batch_retain(b);

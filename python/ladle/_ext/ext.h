@@ -51,12 +51,20 @@ PyObject *ladle__py_batch_from_buffer(PyObject *m, PyObject *args, PyObject *kw)
  * errors): *out a PyMem block of *num * *ndim extents (the caller frees it,
  * never NULL on success), *total their elements. 0, or -1 with an exception. */
 int ladle__py_read_shapes(PyObject *obj, const char *who, int64_t **out, int *num, int *ndim, int64_t *total);
+/* The sample index that stands for every sample of a batch concatenated
+ * along the first axis (_Batch.rows()). */
+#define LADLE__PY_ROWS (-2)
+/* Fills shape[0..ndim) with the samples' shape concatenated along the first
+ * axis and returns 1 when they lie back to back in one buffer and agree on
+ * the other axes; 0 otherwise (or for 0-d samples). */
+int ladle__py_rows_shape(const ladle_batch *b, int64_t *shape);
 /* Readies _Batch and _Sample and adds them to `m`. */
 int ladle__py_add_batch_types(PyObject *m);
 
 /* dlpack.c */
 /* __dlpack__(*, stream, max_version, dl_device, copy) of sample `sample` of
- * `b`, or of the whole batch as one [N, ...] tensor for sample < 0. compat:
+ * `b`, of the whole batch as one [N, ...] tensor for sample -1, or of the
+ * samples concatenated for LADLE__PY_ROWS. compat:
  * bool as uint8 and unsigned as signed types of the same bytes. */
 PyObject *ladle__py_dlpack(ladle_batch *b, int sample, PyObject *args, PyObject *kw, int compat);
 /* __dlpack_device__: (device_type, device_id). */
