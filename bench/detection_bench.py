@@ -14,6 +14,10 @@ Loaders (each skipped, with the reason, where it cannot run):
                   the mixed pipelines alone: pipe.run() per batch, its outputs left where
                   they are (no iterator, no per-image box tensors, no copies): how much of
                   the loader's time is the pipeline's
+  ladle-mixed-iter, dali-mixed-iter
+                  the training script's ragged iterator alone (images one tensor, boxes and
+                  labels lists of per-image tensors), without the targets the script builds
+                  from them and copies to the GPU: how much is the iterator's
   NAME@hw=X, NAME@bal=adaptive
                   a mixed loader with the decoder's hw_decoder_load or (ladle) decoder_balance
   tv-dataloader   torchvision CocoDetection + transforms v2 (RandomIoUCrop, flip, Resize,
@@ -61,6 +65,8 @@ LOADERS = {  # name: train.py's --data-backend
     "tv-dataloader": "pytorch",
     "ladle-mixed-pipe": "ladle",
     "dali-mixed-pipe": "dali",
+    "ladle-mixed-iter": "ladle",
+    "dali-mixed-iter": "dali",
 }
 NAME_OPTIONS = {"hw": "--hw-decoder-load", "bal": "--decoder-balance"}
 def split_name(name):
@@ -103,6 +109,19 @@ class PipelineAlone:
         return self.pipe.run(), None
 
 
+class IteratorAlone:
+    """The *-iter loaders: the training script's ragged iterator, its batches as it gives them."""
+
+    def __init__(self, loader):
+        self.it = loader.it
+
+    def next(self):
+        try:
+            return next(self.it)[0], None
+        except StopIteration:  # the epoch ended (auto_reset began the next one)
+            return next(self.it)[0], None
+
+
 # =========================== child: one loader ===========================
 
 def make(train, torch, name, spec):
@@ -132,10 +151,13 @@ def make(train, torch, name, spec):
     anchors = None
     if args.encode_boxes:  # SSD300's default boxes (8732 at 300 x 300)
         anchors = train.default_boxes(train.make_model(args.arch, 6, args.image_size), args.image_size)
-    if name.endswith("-pipe"):
+    if name.endswith(("-pipe", "-iter")):
         lib = "dali" if name.startswith("dali") else "ladle"
         pipe = train.build_pipeline(lib, args, dev, "mixed", anchors=anchors)
-        return PipelineAlone(pipe), f"{lib} pipeline alone, decoding on mixed (run() per batch)", dev
+        if name.endswith("-pipe"):
+            return PipelineAlone(pipe), f"{lib} pipeline alone, decoding on mixed (run() per batch)", dev
+        iterator = IteratorAlone(train.PipelineLoader(lib, pipe, dev, args.image_size, encoded=anchors is not None))
+        return iterator, f"{lib} ragged iterator alone, decoding on mixed (no targets)", dev
     loader, desc = train.make_loader(args, dev, backend, anchors)
     return loader, desc, dev
 
@@ -156,14 +178,14 @@ def measure(spec):
     images, targets = loader.next()
     sync()
     first = time.perf_counter() - start
-    if isinstance(loader, PipelineAlone):
+    if isinstance(loader, (PipelineAlone, IteratorAlone)):
         output = {"pipeline_outputs": len(images)}
     else:
         output = {"images": [int(d) for d in images.shape], "dtype": str(images.dtype).replace("torch.", ""),
                   "device": str(images.device)}
     if isinstance(targets, tuple):  # encoded: (offsets [N, A, 4], labels [N, A])
         output["matched_anchors_per_image"] = round(float((targets[1] > 0).sum()) / len(targets[1]), 2)
-    elif targets is not None:  # the *-pipe loaders have none
+    elif targets is not None:  # the *-pipe and *-iter loaders have none
         output["boxes_per_image"] = round(sum(len(t["boxes"]) for t in targets) / max(1, len(targets)), 2)
     n_batches = max(spec["pass_images"] // batch, 4)
     count, t0 = 1, time.perf_counter()
