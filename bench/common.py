@@ -518,6 +518,8 @@ def stats_between(before, after, wall):
         setup = b.get("setup_seconds", 0) - a.get("setup_seconds", 0)
         ops.append({"op": b["op"], "device": b["device"], "stage": b.get("stage"), "seconds": round(secs, 4),
                     "share": round(secs / wall, 3), "setup_share": round(setup / wall, 3),
+                    **({"inline_passes": b["inline_passes"] - a["inline_passes"],
+                        "cpu_passes": b["cpu_passes"] - a["cpu_passes"]} if "cpu_passes" in b else {}),
                     **({"counters": {k: v if k in LEVELS else v - a["counters"].get(k, 0)
                                      for k, v in b["counters"].items()}}
                        if b.get("counters") else {})})

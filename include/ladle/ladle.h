@@ -698,6 +698,9 @@ typedef struct ladle_op_stats {
   double seconds;            /* executor wall time in it: its parallel passes over the samples on the CPU;
                               * for GPU operators the time to queue the work, including any host wait */
   double setup_seconds;      /* of it, in its setup pass (output shapes, per-sample decisions) */
+  int64_t cpu_passes;        /* its passes over the samples on the CPU (setup and run), */
+  int64_t inline_passes;     /* of them, those its stage's thread ran alone: cheap ones, which the workers
+                              * would slow down (LADLE_EXECUTOR_INLINE_US, pipeline/executor.c) */
   int fused;                 /* 1 when it runs inside its consumer: in its GPU kernel (an epilogue), or in its
                               * pass, CPU or GPU (an element-wise chain); its time is counted there */
   const char *stage;         /* the executor stage that runs it, "host" or "device" (a pipeline with GPU or

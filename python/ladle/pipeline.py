@@ -882,10 +882,13 @@ class Pipeline:
         (the executor's time preparing them), "wait_seconds" (time run()
         waited: the consumer starved), "host_stage_seconds" and
         "device_stage_seconds", "gpu_wait_seconds", "operators": [{"op", "name", "device",
-        "seconds", "setup_seconds", "fused", "stage", "counters"}, ...] in the order
-        added}; "setup_seconds" is the part of "seconds" in the operator's
-        setup pass (output shapes, per-sample decisions such as the mixed
-        decoder's routes).
+        "seconds", "setup_seconds", "cpu_passes", "inline_passes", "fused", "stage",
+        "counters"}, ...] in the order added}; "setup_seconds" is the part of
+        "seconds" in the operator's setup pass (output shapes, per-sample
+        decisions such as the mixed decoder's routes); "inline_passes" of its
+        "cpu_passes" over the samples ran on the stage's thread alone, not the
+        workers: those whose samples took under LADLE_EXECUTOR_INLINE_US (100)
+        in all the time before.
         A loader that keeps up with training shows wait_seconds near 0.
 
         A pipeline with GPU or mixed operators runs in two stages on two

@@ -210,6 +210,9 @@ struct ladle__node {
   const unsigned char *active;   /* NULL, or per slot 1: computed, 0: left empty (pipeline/demand.h) */
   _Atomic int64_t busy_ns;       /* the executor's wall time in this node (ladle_op_stats) */
   _Atomic int64_t setup_ns;      /* of it, in the setup pass */
+  int64_t pass_work_ns[2];       /* the samples' own time in the last run [0] and setup [1] pass; 0: none yet
+                                    (the executor runs a cheap pass on its own thread) */
+  _Atomic int64_t cpu_passes, inline_passes; /* ladle_op_stats */
 };
 
 /* Pipeline-wide settings an operator may read. */

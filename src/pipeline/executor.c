@@ -38,7 +38,10 @@
  *                             set up ahead by the host stage (or not), whatever
  *                             its device;
  *   LADLE_EXECUTOR_HOIST=0    the nodes run in the order added (no CPU
- *                             operator moves ahead into the host stage).
+ *                             operator moves ahead into the host stage);
+ *   LADLE_EXECUTOR_INLINE_US=N a pass runs on the stage's thread when its
+ *                             samples took at most N µs the last time (0:
+ *                             always on the workers).
  * The boundary moves earlier to keep a node and the consumer computing its
  * output (plan.c: fusion, merging) in one stage. There is one stage when the
  * host stage would hold nothing but external sources (a ladle.dynamic call
@@ -48,7 +51,12 @@
  * An operator runs in two parallel passes over the samples: setup (output
  * shapes), then, once each output batch has been taken from the pool in one
  * block, run. The first failing sample (lowest slot) decides the iteration's
- * error, so the message does not depend on thread timing either.
+ * error, so the message does not depend on thread timing either. A pass whose
+ * samples took less than LADLE_EXECUTOR_INLINE_US (default 100 µs) in all
+ * the last time runs on the stage's own thread: handing microsecond items
+ * (a random draw, a box flip) to 16 workers costs more than the items, in
+ * wake-ups and a convoy on the pool's lock (the SSD graph's draws took
+ * 200-500 µs per batch of 64 on the H200, 2026-12-02). 0 turns it off.
  *
  * With skip_bad_samples (pipeline/skip.h), a pass goes on past failing
  * samples; when every failure was bad data, their records are logged as bad
@@ -82,11 +90,14 @@
 #include "cuda/runtime.h"
 #endif
 
+enum { DEFAULT_INLINE_US = 100 };
+
 typedef struct pass {
   ladle_pipeline *p;
   ladle__iter *t;
   ladle__node *node;
   int setup; /* 1: setup pass, 0: run pass */
+  _Atomic int64_t work_ns; /* the samples' own time in this pass, summed */
   int collect;       /* skip_bad_samples: go on past failures, noting data errors per slot */
   int data_failures; /* slots that failed with a data error (collect) */
   int fatal;         /* a failure that is not bad data */
@@ -118,7 +129,9 @@ static void run_sample(void *ctx, int slot, int worker) {
   }
   ladle__sample s = {slot, worker, &t->refs[slot], t->names[slot],
                      n->sample_states ? n->sample_states + (size_t)slot * n->def->sample_state_size : NULL};
+  int64_t t0 = ladle__now_ns();
   ladle_status st = ps->setup ? n->def->setup(n, &s) : n->def->run(n, &s);
+  atomic_fetch_add(&ps->work_ns, ladle__now_ns() - t0);
   if (st == LADLE_OK) return;
   const ladle__sample_ref *r = s.ref;
   if (s.name)
@@ -147,7 +160,18 @@ static ladle_status run_pass(pass *ps) {
   ps->failed_slot = batch;
   ps->status = LADLE_OK;
   ps->data_failures = ps->fatal = 0;
-  ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
+  atomic_store(&ps->work_ns, 0);
+  int64_t *last = &ps->node->pass_work_ns[ps->setup];
+  atomic_fetch_add(&ps->node->cpu_passes, 1);
+  if (*last && *last <= ps->p->inline_ns) {
+    int self = ladle_thread_pool_num_threads(ps->p->pool); /* a waiting thread's worker index (core/threads.h) */
+    atomic_fetch_add(&ps->node->inline_passes, 1);
+    for (int slot = 0; slot < batch; slot++) run_sample(ps, slot, self);
+  } else {
+    ladle__parallel_for(ps->p->pool, batch, run_sample, ps);
+  }
+  int64_t work = atomic_load(&ps->work_ns);
+  *last = work > 0 ? work : 1; /* 0: not measured yet */
   if (ps->failed_slot < batch) {
     ladle__restore_error(ps->error);
     return ps->status;
@@ -363,6 +387,8 @@ static ladle_status setup_ahead(ladle_pipeline *p, ladle__iter *t, pass *ps, int
   t->setup_done = 1;
   node_done(p, t, n, t0);
   atomic_fetch_add(&n->setup_ns, t->mark_ns - t0);
+  atomic_fetch_add(&n->cpu_passes, atomic_exchange(&c->cpu_passes, 0)); /* the copy's pass, the node's stats */
+  atomic_fetch_add(&n->inline_passes, atomic_exchange(&c->inline_passes, 0));
 done:
   return st;
 }
@@ -990,6 +1016,8 @@ ladle_status ladle__executor_start(ladle_pipeline *p) {
   LADLE_TRY(plan_order(p));
   LADLE_TRY(stage_split(p, &p->split));
   int staged = p->split < p->num_nodes;
+  const char *inline_us = getenv("LADLE_EXECUTOR_INLINE_US");
+  p->inline_ns = (inline_us && inline_us[0] ? atoll(inline_us) : DEFAULT_INLINE_US) * 1000;
   p->config_base = p->config_b = p->config;
   for (int i = p->split; i < p->num_nodes; i++) at(p, i)->config = &p->config_b;
   if (staged) {

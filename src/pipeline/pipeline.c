@@ -478,6 +478,8 @@ ladle_status ladle_pipeline_get_op_stats(const ladle_pipeline *p, int index, lad
   stats->device = n->device == LADLE_ON_GPU ? "gpu" : n->device == LADLE_ON_MIXED ? "mixed" : "cpu";
   stats->seconds = (double)atomic_load(&n->busy_ns) * 1e-9;
   stats->setup_seconds = (double)atomic_load(&n->setup_ns) * 1e-9;
+  stats->cpu_passes = atomic_load(&n->cpu_passes);
+  stats->inline_passes = atomic_load(&n->inline_passes);
   stats->fused = n->fused_into != NULL;
   stats->stage = !p->built || p->split == p->num_nodes ? NULL : n->config == &p->config_b ? "device" : "host";
   stats->num_counters = n->def->counters ? n->def->counters(n, stats->counter_names, stats->counters) : 0;

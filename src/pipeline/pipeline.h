@@ -93,6 +93,7 @@ struct ladle_pipeline {
   int *order;
   ladle__pipeline_config config_b, config_base; /* config_base: an iteration's before it takes fed data */
   int setup_ahead;          /* the host stage also runs the setup pass of node `split` (executor.c) */
+  int64_t inline_ns;        /* a pass whose samples took at most this runs on the stage's thread (executor.c) */
   ladle__node setup_copy;   /* on this copy of it */
   ladle__iter *iters; /* 1, or 3 with two stages: one in each stage and the one handed between */
   int num_iters;

@@ -136,12 +136,48 @@ def test_waiting_stage_threads_running_items_give_the_same_bytes(sample_root, sp
     its own). LADLE_POOL_WAITER_RUNS=0 leaves every item to the workers: the
     same bytes either way."""
     make = lambda: training(sample_root, num_threads=1)  # one worker: the stage threads run many items
-    compare_waiter_runs(make, split, lambda pipe: run_outputs(pipe, 8))
+    compare_knob_runs(make, split, lambda pipe: run_outputs(pipe, 8), LADLE_POOL_WAITER_RUNS="0")
 
 
-def compare_waiter_runs(make, split, outputs):
-    """outputs(pipe) of make() with LADLE_POOL_WAITER_RUNS=0 and by default: the same bytes."""
-    with env(LADLE_POOL_WAITER_RUNS="0"):
+@requires_ops(*TRAINING_OPS)
+@pytest.mark.parametrize("split", [0, 2, "1-"])
+@pytest.mark.parametrize("inline_us", ["0", "1000000000"])
+def test_passes_on_the_stage_thread_give_the_same_bytes(sample_root, split, inline_us):
+    """A pass whose samples took under LADLE_EXECUTOR_INLINE_US runs on the
+    stage's thread alone (pipeline/executor.c): never (0) or, past each
+    node's first pass, always (10^9 µs), the same bytes as by default."""
+    compare_knob_runs(lambda: training(sample_root), split, lambda pipe: run_outputs(pipe, 8),
+                      LADLE_EXECUTOR_INLINE_US=inline_us)
+
+
+@requires_ops(*TRAINING_OPS)
+def test_cheap_passes_run_on_the_stage_thread(sample_root):
+    """The random draws' passes take microseconds: past the first, the stage
+    thread runs them alone; the decoder's run passes (a JPEG decode per
+    sample) stay on the workers. LADLE_EXECUTOR_INLINE_US=0 keeps every pass
+    on the workers."""
+    def passes(**knob):
+        with env(**knob):
+            pipe = built(lambda: training(sample_root, batch_size=8), 0)
+        run_outputs(pipe, 6)
+        ops = pipe.executor_statistics()["operators"]
+        pipe.close()
+        return {o["op"]: (o["cpu_passes"], o["inline_passes"]) for o in ops}
+
+    ops = passes()
+    total, inline = ops["random.coin_flip"]
+    assert total >= 12 and inline >= total // 2  # timing: a pass the OS interrupts may take longer
+    total, inline = ops["decoders.image"]
+    assert total >= 12 and inline <= total // 2  # at most its setup passes (header reads)
+    assert all(inline == 0 for _, inline in passes(LADLE_EXECUTOR_INLINE_US="0").values())
+    # Any time is cheap: each node's first setup and run pass (not measured yet) alone go to the workers.
+    assert all(inline == total - 2 for total, inline in passes(LADLE_EXECUTOR_INLINE_US="1000000000").values())
+
+
+def compare_knob_runs(make, split, outputs, **knob):
+    """outputs(pipe) of make() with the knob (environment variables, read at
+    build) and by default: the same bytes."""
+    with env(**knob):
         ref = built(make, split)
     want = outputs(ref)
     ref.close()
@@ -586,8 +622,8 @@ def test_gpu_waiting_stage_threads_running_items_give_the_same_bytes(sample_root
     # num_threads: the CPU decodes of the mixed decoder's share among them. LADLE_POOL_WAITER_RUNS=0 leaves every
     # item to the workers; the outputs must not depend on which thread ran an item.
     require_gpu()
-    compare_waiter_runs(lambda: mixed_training(sample_root, hw_decoder_load=load), None,
-                        lambda pipe: gpu_outputs(pipe, 6))
+    compare_knob_runs(lambda: mixed_training(sample_root, hw_decoder_load=load), None,
+                      lambda pipe: gpu_outputs(pipe, 6), LADLE_POOL_WAITER_RUNS="0")
 
 
 # --- on the GPU: the mixed decoder on its own stream ---------------------------------------------------------------

@@ -435,10 +435,12 @@ static PyObject *pipeline_stats(PipelineObject *self, PyObject *unused) {
       if (!v || PyDict_SetItemString(counters, os.counter_names[k], v) < 0) Py_CLEAR(counters);
       Py_XDECREF(v);
     }
-    PyObject *d = counters ? Py_BuildValue("{s:s,s:z,s:s,s:d,s:d,s:O,s:z,s:N}", "op", os.op_name, "name",
+    PyObject *d = counters ? Py_BuildValue("{s:s,s:z,s:s,s:d,s:d,s:L,s:L,s:O,s:z,s:N}", "op", os.op_name, "name",
                                            os.instance_name, "device", os.device, "seconds", os.seconds,
-                                           "setup_seconds", os.setup_seconds, "fused",
-                                           os.fused ? Py_True : Py_False, "stage", os.stage, "counters", counters)
+                                           "setup_seconds", os.setup_seconds, "cpu_passes",
+                                           (long long)os.cpu_passes, "inline_passes", (long long)os.inline_passes,
+                                           "fused", os.fused ? Py_True : Py_False, "stage", os.stage, "counters",
+                                           counters)
                            : NULL;
     if (!d) {
       Py_DECREF(ops);
