@@ -77,6 +77,21 @@ def test_as_cpu_matches_cpu_pipeline(gpu_outputs, sample_root):
         assert diff.max() <= 2, f"sample {i}: GPU and CPU decoders differ by {diff.max()}"
 
 
+def test_tensor_as_cpu_copies_gpu_samples_and_batches(gpu_outputs):
+    """DALI's tl[i].as_cpu() and tl.as_tensor().as_cpu() on GPU outputs: host copies with the bytes of
+    TensorList.as_cpu(), in a ragged batch (one sample each) and a dense one (the whole batch)."""
+    pytest.importorskip("torch")
+    images, resized, _ = gpu_outputs
+    host = images.as_cpu()
+    for i in range(len(images)):
+        t = images[i].as_cpu()
+        assert t.shape() == list(host.at(i).shape) and t.layout() == "HWC"
+        np.testing.assert_array_equal(np.array(t), host.at(i))
+    whole = resized.as_tensor().as_cpu()
+    assert whole.shape() == [4, 48, 64, 3] and whole.layout() == "NHWC"
+    np.testing.assert_array_equal(np.array(whole), resized.as_cpu().as_array())
+
+
 def test_datanode_gpu_transfer(sample_root):
     if "transfer.to_gpu" not in op_schemas():
         pytest.skip("no transfer.to_gpu operator")
