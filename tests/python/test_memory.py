@@ -111,6 +111,20 @@ def test_random_crop_soak_rss_is_flat(photo_root):
     pipe.close()
 
 
+def wait_until_idle(pipe, at_least, timeout=30.0):
+    """Returns once the executor has prepared at least `at_least` iterations and its count has held still
+    for 0.2 s: its queue is full (with two stages, the host stage may have gone one further)."""
+    last, still_since, deadline = None, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = pipe.executor_statistics()["iterations"]
+        if n != last:
+            last, still_since = n, time.monotonic()
+        elif n >= at_least and time.monotonic() - still_since >= 0.2:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the executor was still preparing iterations after {timeout} s")
+
+
 @pytest.mark.gpu
 def test_mixed_random_crop_soak_device_memory_is_flat(photo_root):
     """The mixed decoder and a GPU resize, 60 epochs: the device and pinned
@@ -135,6 +149,8 @@ def test_mixed_random_crop_soak_device_memory_is_flat(photo_root):
           [f >> 20 for f in figures[9]], "peak after", [max(f[k] for f in figures[10:]) >> 20 for k in range(3)])
     for k in range(3):
         assert max(f[k] for f in figures[10:]) - figures[9][k] <= 16 << 20, (k, [f[k] >> 20 for f in figures])
+    # The executor refills its queue after each run(); what it allocates then would race with release.
+    wait_until_idle(pipe, 60 * 6 + 2)  # prefetch_queue_depth 2
     m = pipe.executor_statistics()["memory"]
     # (blocks waiting for queued GPU work are reserved but not in use, so the
     # device pool has no 2x bound of its peak in use as the host pool has)
