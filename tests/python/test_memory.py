@@ -63,15 +63,27 @@ def test_statistics_report_pool_high_water_marks(photo_root):
     pipe.close()
 
 
+def wait_until_idle(pipe, at_least, timeout=60.0):
+    """Returns once the executor has prepared at least `at_least` iterations and its count has held still
+    for 0.2 s: its queue is full (with two stages, the host stage may have gone one further)."""
+    last, still_since, deadline = None, time.monotonic(), time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        n = pipe.executor_statistics()["iterations"]
+        if n != last:
+            last, still_since = n, time.monotonic()
+        elif n >= at_least and time.monotonic() - still_since >= 0.2:
+            return
+        time.sleep(0.02)
+    raise AssertionError(f"the executor was still preparing iterations after {timeout} s")
+
+
 def test_release_memory_gives_idle_memory_back(photo_root):
     pipe = crop_pipeline(photo_root)
     for _ in range(12):
         pipe.run()
     # The executor goes on preparing the prefetched iterations (depth 2): compare once it has
     # (it then waits for the consumer and allocates nothing).
-    deadline = time.time() + 60
-    while pipe.executor_statistics()["iterations"] < 14 and time.time() < deadline:
-        time.sleep(0.01)
+    wait_until_idle(pipe, 12 + 2)
     before = pipe.executor_statistics()["memory"]["host_pageable"]
     assert before["reserved_bytes"] > before["used_bytes"]  # idle blocks kept for reuse
     released = pipe.release_memory()
@@ -109,20 +121,6 @@ def test_random_crop_soak_rss_is_flat(photo_root):
           f"{m['peak_used_bytes'] >> 20} MiB, peak reserved {m['peak_reserved_bytes'] >> 20} MiB")
     assert peak - warm <= 16 << 20, [f >> 20 for f in figures]
     pipe.close()
-
-
-def wait_until_idle(pipe, at_least, timeout=30.0):
-    """Returns once the executor has prepared at least `at_least` iterations and its count has held still
-    for 0.2 s: its queue is full (with two stages, the host stage may have gone one further)."""
-    last, still_since, deadline = None, time.monotonic(), time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        n = pipe.executor_statistics()["iterations"]
-        if n != last:
-            last, still_since = n, time.monotonic()
-        elif n >= at_least and time.monotonic() - still_since >= 0.2:
-            return
-        time.sleep(0.02)
-    raise AssertionError(f"the executor was still preparing iterations after {timeout} s")
 
 
 @pytest.mark.gpu
